@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -50,6 +51,19 @@ def _column(rows: list[dict], key: str, *aliases: str) -> list | None:
     return None
 
 
+CHECKPOINT_HELP = "Learned metrics only: a checkpoint folder or training run folder (default: the shipped one)."
+
+
+def _load(metric: str, *, device: str | None, checkpoint: str | None):
+    from .registry import load_scorer, scorer_class
+
+    if checkpoint is None:
+        return load_scorer(metric, device=device)
+    if "checkpoint" not in inspect.signature(scorer_class(metric).__init__).parameters:
+        raise typer.BadParameter(f"metric '{metric}' has no checkpoint to choose", param_hint="--checkpoint")
+    return load_scorer(metric, device=device, checkpoint=checkpoint)
+
+
 @app.command()
 def score(
     metric: Annotated[str, typer.Option(help="Metric name (see `dialeval list`).")],
@@ -58,13 +72,13 @@ def score(
     batch_size: Annotated[int, typer.Option(help="Items per batch.")] = 32,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, mps... (default: Accelerate picks).")] = None,
     turn_separator: Annotated[Optional[str], typer.Option(help="CSV only: split context/dialogue cells into turns.")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option(help=CHECKPOINT_HELP)] = None,
 ) -> None:
     """Score a file of context-response pairs (or whole dialogues) and print the system score."""
-    from . import load_scorer
     from .schema import InputError
 
     rows = _read_rows(input, turn_separator)
-    scorer = load_scorer(metric, device=device)
+    scorer = _load(metric, device=device, checkpoint=checkpoint)
     try:
         dialogues = _column(rows, "dialogue")
         if dialogues is not None:
@@ -119,13 +133,17 @@ def benchmark(
     batch_size: Annotated[int, typer.Option(help="Items per batch.")] = 32,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda, mps... (default: Accelerate picks).")] = None,
     plot: Annotated[bool, typer.Option(help="Save a metric-vs-human scatter plot per benchmark.")] = True,
+    checkpoint: Annotated[Optional[str], typer.Option(help=CHECKPOINT_HELP)] = None,
+    label: Annotated[Optional[str], typer.Option(help="Name the metric in tables and files (e.g. an ablation).")] = None,
 ) -> None:
     """Correlate metrics with human judgements: prints a table, writes JSON, CSV and scatter plots."""
     from .benchmarks import benchmark_info, benchmark_names, expand_benchmark
     from .evaluation import MetricNotApplicable, format_table, run_benchmark, scatter_plot, write_csv, write_json
-    from .registry import BASELINES, load_scorer
+    from .registry import BASELINES
 
     metrics = list(BASELINES) if metric == ALL_BASELINES else [m.strip() for m in metric.split(",") if m.strip()]
+    if (checkpoint or label) and len(metrics) != 1:
+        raise typer.BadParameter("--checkpoint and --label need exactly one metric", param_hint="--metric")
     if benchmark == ALL_BENCHMARKS:
         names = [n for n in benchmark_names() if benchmark_info(n).kind != "corpus"]
     else:
@@ -133,7 +151,9 @@ def benchmark(
     output_dir.mkdir(parents=True, exist_ok=True)
     results, skipped = [], []
     for m in metrics:
-        scorer = load_scorer(m, device=device)
+        scorer = _load(m, device=device, checkpoint=checkpoint)
+        if label:
+            scorer.name = label
         for name in names:
             try:
                 res = run_benchmark(scorer, name, aspect=aspect, split=split, data_dir=data_dir,
@@ -150,7 +170,7 @@ def benchmark(
         typer.echo("\n" + format_table([r for r in rows if "accuracy" in r]))
     for s in skipped:
         typer.echo(f"skipped: {s}")
-    stem = "__".join([metric.replace(",", "+"), benchmark.replace(",", "+")] + ([aspect] if aspect else []))
+    stem = "__".join([label or metric.replace(",", "+"), benchmark.replace(",", "+")] + ([aspect] if aspect else []))
     write_json(results, output_dir / f"{stem}.json")
     write_csv(results, output_dir / f"{stem}.csv")
     typer.echo(f"wrote {output_dir / stem}.json, .csv" + (" and scatter plots" if plot else ""))
@@ -160,13 +180,20 @@ def benchmark(
 
 @app.command()
 def report(
-    results: Annotated[Path, typer.Argument(help="A JSON file written by `dialeval benchmark`.")],
+    results: Annotated[list[Path], typer.Argument(help="JSON files written by `dialeval benchmark` (rows are merged).")],
+    by_corpus: Annotated[bool, typer.Option(help="Also print the mean of Pearson and Spearman per source corpus.")] = False,
+    benchmark: Annotated[Optional[str], typer.Option(help="Only this benchmark's rows.")] = None,
 ) -> None:
-    """Print Markdown tables (Pearson / Spearman per set) from a benchmark JSON file."""
-    from .evaluation import markdown_report
+    """Print Markdown tables (Pearson / Spearman per set) from benchmark JSON files."""
+    from .evaluation import corpus_summary, markdown_report
 
-    data = json.loads(results.read_text())
-    typer.echo(markdown_report([row for res in data for row in res["rows"]]))
+    rows = [row for path in results for res in json.loads(path.read_text()) for row in res["rows"]
+            if benchmark is None or row["benchmark"] == benchmark]
+    if not rows:
+        raise typer.BadParameter(f"no rows{f' for benchmark {benchmark!r}' if benchmark else ''} in the given files")
+    typer.echo(markdown_report(rows))
+    if by_corpus:
+        typer.echo(corpus_summary(rows))
 
 
 @app.command()

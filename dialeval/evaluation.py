@@ -284,3 +284,38 @@ def markdown_report(rows: list[dict[str, Any]]) -> str:
             out.append(f"| {m} | " + " | ".join(cell.get((m, c), "") for c in cols) + " |")
         out.append("")
     return "\n".join(out)
+
+
+def corpus_summary(rows: list[dict[str, Any]]) -> str:
+    """Markdown table per benchmark: the mean of (Pearson + Spearman) / 2 over the subsets of each source corpus.
+
+    A subset ``corpus/system`` belongs to ``corpus``; the pooled row is shown as is. Discrimination rows and
+    benchmarks whose subsets have no ``corpus/`` prefix are left out. This is the "mean of Pearson and Spearman"
+    the GRADE goals are stated in.
+    """
+    out = []
+    by_bench: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if "pearson_r" in r and ("/" in r["subset"] or r["subset"] == "pooled"):
+            by_bench.setdefault(r["benchmark"], []).append(r)
+    for bench, items in by_bench.items():
+        corpora = list(dict.fromkeys(r["subset"].split("/")[0] for r in items if "/" in r["subset"]))
+        if not corpora:
+            continue
+        metrics = list(dict.fromkeys(r["metric"] for r in items))
+        subsets = {r["subset"] for r in items}
+        n_sets = {c: sum(1 for s in subsets if s.startswith(c + "/")) for c in corpora}
+        out.append(f"**{bench}**: mean of (Pearson + Spearman) / 2 per corpus\n")
+        out.append("| metric | " + " | ".join(f"{c} ({n_sets[c]} sets)" for c in corpora) + " | pooled |")
+        out.append("|---|" + "---|" * (len(corpora) + 1))
+        for m in metrics:
+            mine = [r for r in items if r["metric"] == m]
+            cells = []
+            for c in corpora:
+                vals = [(r["pearson_r"] + r["spearman_r"]) / 2 for r in mine if r["subset"].startswith(c + "/")]
+                cells.append(_fmt(float(np.mean(vals))) if vals else "")
+            pooled = [r for r in mine if r["subset"] == "pooled"]
+            cells.append(_fmt((pooled[0]["pearson_r"] + pooled[0]["spearman_r"]) / 2) if pooled else "")
+            out.append(f"| {m} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)

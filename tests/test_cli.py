@@ -83,3 +83,41 @@ def test_benchmark_skips_referenced_metric_without_references(tmp_path, data_dir
                               "--data-dir", str(data_dir), "--output-dir", str(tmp_path), "--no-plot"])
     assert res.exit_code == 0, res.output
     assert "skipped: metric 'bleu4' needs references and fed_turn has none" in res.output
+
+
+def _row(metric, subset, pearson, spearman):
+    return {"metric": metric, "benchmark": "b", "aspect": "coherence", "subset": subset, "n": 10,
+            "pearson_r": pearson, "pearson_p": 0.01, "spearman_r": spearman, "spearman_p": 0.01}
+
+
+def test_report_merges_files_and_averages_per_corpus(tmp_path):
+    a = [{"rows": [_row("m1", "x/s1", 0.2, 0.4), _row("m1", "x/s2", 0.4, 0.6), _row("m1", "y/s1", 0.1, 0.1),
+                   _row("m1", "pooled", 0.3, 0.5)]}]
+    b = [{"rows": [_row("m2", "x/s1", -0.2, 0.0), _row("m2", "y/s1", 0.5, 0.7), _row("m2", "pooled", 0.0, 0.2)]}]
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    res = runner.invoke(app, ["report", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--by-corpus"])
+    assert res.exit_code == 0, res.output
+    assert "| metric | x (2 sets) | y (1 sets) | pooled |" in res.output
+    assert "| m1 | 0.400 | 0.100 | 0.400 |" in res.output  # x: mean(0.3, 0.5); pooled: (0.3 + 0.5) / 2
+    assert "| m2 | -0.100 | 0.600 | 0.100 |" in res.output
+    none = runner.invoke(app, ["report", str(tmp_path / "a.json"), "--benchmark", "other"])
+    assert none.exit_code != 0 and "no rows for benchmark 'other'" in none.output
+
+
+def test_checkpoint_option_is_refused_for_metrics_without_checkpoints(tmp_path):
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"context": ["hi"], "response": "hello"}) + "\n")
+    res = runner.invoke(app, ["score", "--metric", "bleu4", "--input", str(inp), "--checkpoint", "x"])
+    assert res.exit_code != 0
+    assert "has no checkpoint to choose" in res.output
+
+
+@pytest.mark.data
+def test_benchmark_label_names_rows_and_files(tmp_path, data_dir):
+    res = runner.invoke(app, ["benchmark", "--metric", "context_cosine", "--label", "cosine-variant", "--benchmark",
+                              "fed_turn", "--bootstrap", "10", "--data-dir", str(data_dir), "--output-dir",
+                              str(tmp_path), "--no-plot"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads((tmp_path / "cosine-variant__fed_turn.json").read_text())[0]["rows"]
+    assert rows and {r["metric"] for r in rows} == {"cosine-variant"}

@@ -20,3 +20,4 @@ def test_readme_main_job_scores_the_bundled_examples():
     main = next(line for line in readme.splitlines() if "dialeval score" in line and "pip install" in line)
     example = main.split("--input ")[1].split()[0]
     assert (ROOT / example).is_file(), example
+    assert "--metric grade" in main  # the main job scores with the flagship metric, offline
