@@ -22,6 +22,10 @@ BASELINES = tuple(METRICS)
 
 METRICS.update({
     "grade": "dialeval.models.grade.scorer:GradeScorer",
+    "dynaeval": "dialeval.models.dynaeval.scorer:DynaEvalScorer",
+    "bert_ruber": "dialeval.models.ruber.scorer:BertRuberScorer",
+    "bert_ruber_unref": "dialeval.models.ruber.scorer:BertRuberUnrefScorer",
+    "pone": "dialeval.models.pone.scorer:PoneScorer",
 })
 
 

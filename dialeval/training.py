@@ -1,5 +1,6 @@
-"""The shared training loop: Accelerate device placement, seeding, warm-up + linear decay, gradient clipping,
-periodic validation with best-checkpoint selection, JSONL logging, and resumption from the last saved state.
+"""The shared training loop: Accelerate device placement, seeding, warm-up + linear decay (or step decay) with AdamW
+(or Adam), gradient clipping, periodic validation with best-checkpoint selection, JSONL logging, and resumption from
+the last saved state.
 
 A metric's recipe provides the model, a function that yields the batches of an epoch (deterministic given the
 epoch and seed), a loss function and a validation function; the loop does the rest. Resuming restores model,
@@ -29,11 +30,15 @@ class TrainingArguments:
     head_learning_rate: float | None = None  # None: same as learning_rate
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
-    max_grad_norm: float = 10.0
+    max_grad_norm: float | None = 10.0  # None or <= 0: no clipping
     eval_every: int = 500
     log_every: int = 20
     max_steps: int | None = None
     device: str | None = None  # None: Accelerate's choice
+    optimizer: str = "adamw"  # "adamw" (decoupled weight decay) or "adam" (L2 weight decay)
+    lr_schedule: str = "linear"  # "linear": warm-up + linear decay; "step": lr *= step_decay_gamma every N steps
+    step_decay_every: int | None = None  # "step" schedule: steps between decays (None: one epoch)
+    step_decay_gamma: float = 0.5
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -60,6 +65,22 @@ def _param_groups(model: torch.nn.Module, args: TrainingArguments, is_head: Call
     return out
 
 
+def _optimizer_and_schedule(model, args: TrainingArguments, is_head, total: int, steps_per_epoch: int):
+    from transformers import get_linear_schedule_with_warmup
+
+    optimizers = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
+    if args.optimizer not in optimizers:
+        raise ValueError(f"optimizer must be one of {sorted(optimizers)}, got {args.optimizer!r}")
+    optimizer = optimizers[args.optimizer](_param_groups(model, args, is_head))
+    if args.lr_schedule == "linear":
+        return optimizer, get_linear_schedule_with_warmup(optimizer, math.ceil(args.warmup_ratio * total), total)
+    if args.lr_schedule == "step":
+        every = args.step_decay_every or steps_per_epoch
+        return optimizer, torch.optim.lr_scheduler.StepLR(optimizer, step_size=max(1, every),
+                                                          gamma=args.step_decay_gamma)
+    raise ValueError(f"lr_schedule must be 'linear' or 'step', got {args.lr_schedule!r}")
+
+
 def train(
     model: torch.nn.Module,
     *,
@@ -77,15 +98,13 @@ def train(
     """Run the loop; the best model (by ``evaluate_fn()[selection_key]``) is written with ``save_best``."""
     from accelerate import Accelerator
     from accelerate.utils import set_seed
-    from transformers import get_linear_schedule_with_warmup
 
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     set_seed(args.seed)
     accelerator = Accelerator(cpu=args.device == "cpu")
     total = steps_per_epoch * args.epochs if args.max_steps is None else min(args.max_steps, steps_per_epoch * args.epochs)
-    optimizer = torch.optim.AdamW(_param_groups(model, args, is_head))
-    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(args.warmup_ratio * total), total)
+    optimizer, scheduler = _optimizer_and_schedule(model, args, is_head, total, steps_per_epoch)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     (out / "training_args.json").write_text(json.dumps(asdict(args), indent=1))
 
@@ -128,7 +147,8 @@ def train(
                 break
             loss = loss_fn(model, batch)
             accelerator.backward(loss)
-            accelerator.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+            if args.max_grad_norm is not None and args.max_grad_norm > 0:
+                accelerator.clip_grad_norm_(model.parameters(), args.max_grad_norm)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad()

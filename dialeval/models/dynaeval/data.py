@@ -1,0 +1,218 @@
+"""DynaEval's training data: DailyDialog dialogues and their perturbations.
+
+DynaEval learns to rank an original dialogue above a perturbed copy of it. The paper trained on EmpatheticDialogues
+and ConvAI2 (the released checkpoint: EmpatheticDialogues, utterance shuffling); neither corpus is available here, so
+DailyDialog (train / validation / test, dialogues with 4 to 30 utterances) stands in. Two perturbations, as in the
+paper:
+
+* **UR** (utterance replacement): one utterance, chosen at random, is replaced by an utterance of another dialogue
+  of the same split (never by the same text).
+* **SS** (speaker-level utterance shuffling): the utterances of one speaker are shuffled among that speaker's
+  positions; the other speaker's utterances stay where they are. Only shuffles that change the text sequence count.
+
+Each dialogue yields up to ``perturbations`` distinct perturbed copies, half UR, half SS (UR gets the odd one); a
+dialogue whose SS variants run out (e.g. 4 utterances: one alternative per speaker) simply has fewer pairs. Each pair
+is stored in a random order with ``label`` = the position (0 or 1) of the original, so both orders occur, as in the
+original's pair files. DailyDialog has no speaker labels: speakers alternate by position (A, B, A, ...), in the
+original and in every perturbed copy.
+
+Everything is deterministic given the seed: each dialogue draws from its own generator seeded with
+``(seed, split, dialogue index)``.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+MIN_UTTERANCES = 4
+MAX_UTTERANCES = 30
+STRATEGIES = ("ur", "ss")
+# Draws per wanted perturbation before giving up on finding a new distinct one.
+_ATTEMPTS = 8
+
+
+@dataclass(frozen=True)
+class DialoguePair:
+    """An original dialogue and one perturbation of it, as indices into a text table.
+
+    ``a`` and ``b`` are the two dialogues (lists of text ids, speakers alternating by position); ``label`` is the
+    index (0: ``a``, 1: ``b``) of the original; ``kind`` is ``"ur"`` or ``"ss"``.
+    """
+
+    dialogue_id: str
+    kind: str
+    a: tuple[int, ...]
+    b: tuple[int, ...]
+    label: int
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        return self.a if self.label == 0 else self.b
+
+    @property
+    def perturbed(self) -> tuple[int, ...]:
+        return self.b if self.label == 0 else self.a
+
+
+def alternating_speakers(n: int) -> list[int]:
+    return [i % 2 for i in range(n)]
+
+
+def filter_dialogues(dialogues: Sequence[Sequence[str]], min_utterances: int = MIN_UTTERANCES,
+                     max_utterances: int = MAX_UTTERANCES) -> list[int]:
+    """Indices of the dialogues with ``min_utterances`` to ``max_utterances`` utterances."""
+    return [i for i, d in enumerate(dialogues) if min_utterances <= len(d) <= max_utterances]
+
+
+def _split_code(split: str) -> int:
+    return zlib.crc32(split.encode())
+
+
+def dialogue_rng(seed: int, split: str, index: int) -> np.random.Generator:
+    return np.random.default_rng([seed, _split_code(split), index])
+
+
+# -- perturbations ----------------------------------------------------------------------------------------------------
+
+
+def replace_utterance(dialogue: Sequence[int], pool: Sequence[int], owner: Sequence[int], me: int,
+                      texts: Sequence[str], rng: np.random.Generator) -> tuple[int, ...] | None:
+    """UR: ``dialogue`` with one random position replaced by a pool utterance from another dialogue and with a
+    different text. ``pool[i]`` is a text id and ``owner[i]`` the dialogue it comes from. None if no draw worked."""
+    position = int(rng.integers(len(dialogue)))
+    for _ in range(_ATTEMPTS):
+        k = int(rng.integers(len(pool)))
+        if owner[k] != me and texts[pool[k]] != texts[dialogue[position]]:
+            out = list(dialogue)
+            out[position] = pool[k]
+            return tuple(out)
+    return None
+
+
+def shuffle_speaker(dialogue: Sequence[int], speakers: Sequence[int], texts: Sequence[str],
+                    rng: np.random.Generator) -> tuple[int, ...] | None:
+    """SS: the utterances of one randomly chosen speaker permuted among that speaker's positions. None if the chosen
+    speaker's utterances cannot change order (fewer than two distinct texts) or no draw changed the text."""
+    candidates = []
+    for s in sorted(set(speakers)):
+        positions = [i for i, sp in enumerate(speakers) if sp == s]
+        if len({texts[dialogue[i]] for i in positions}) >= 2:
+            candidates.append(positions)
+    if not candidates:
+        return None
+    positions = candidates[int(rng.integers(len(candidates)))]
+    original_text = [texts[t] for t in dialogue]
+    for _ in range(_ATTEMPTS):
+        order = rng.permutation(len(positions))
+        out = list(dialogue)
+        for dst, src in zip(positions, order):
+            out[dst] = dialogue[positions[src]]
+        if [texts[t] for t in out] != original_text:
+            return tuple(out)
+    return None
+
+
+def perturb_dialogue(dialogue: Sequence[int], *, pool: Sequence[int], owner: Sequence[int], me: int,
+                     texts: Sequence[str], n: int, rng: np.random.Generator,
+                     strategies: Sequence[str] = STRATEGIES) -> list[tuple[str, tuple[int, ...]]]:
+    """Up to ``n`` distinct perturbations ``(kind, dialogue)`` of ``dialogue``, split evenly over ``strategies``
+    (earlier strategies get the remainder). Distinct means: different text sequences, all different from the
+    original."""
+    unknown = set(strategies) - set(STRATEGIES)
+    if unknown:
+        raise ValueError(f"unknown perturbation strategies {sorted(unknown)}; known: {', '.join(STRATEGIES)}")
+    speakers = alternating_speakers(len(dialogue))
+    seen = {tuple(texts[t] for t in dialogue)}
+    out: list[tuple[str, tuple[int, ...]]] = []
+    for k, kind in enumerate(strategies):
+        wanted = n // len(strategies) + (1 if k < n % len(strategies) else 0)
+        made, tries = 0, 0
+        while made < wanted and tries < wanted * _ATTEMPTS:
+            tries += 1
+            if kind == "ur":
+                new = replace_utterance(dialogue, pool, owner, me, texts, rng)
+            else:
+                new = shuffle_speaker(dialogue, speakers, texts, rng)
+            if new is None:
+                if kind == "ss":
+                    break  # nothing to shuffle in this dialogue
+                continue
+            key = tuple(texts[t] for t in new)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append((kind, new))
+            made += 1
+    return out
+
+
+# -- pairs for a split ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PairSet:
+    """The pairs of one split with the text table they index."""
+
+    texts: list[str]
+    pairs: list[DialoguePair]
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"texts": self.texts}, ensure_ascii=False) + "\n")
+            for p in self.pairs:
+                fh.write(json.dumps(asdict(p)) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "PairSet":
+        with open(path, encoding="utf-8") as fh:
+            texts = json.loads(fh.readline())["texts"]
+            pairs = []
+            for line in fh:
+                row = json.loads(line)
+                pairs.append(DialoguePair(row["dialogue_id"], row["kind"], tuple(row["a"]), tuple(row["b"]),
+                                          int(row["label"])))
+        return cls(texts, pairs)
+
+
+def build_pairs(dialogues: Sequence[Sequence[str]], ids: Sequence[str], *, split: str, seed: int,
+                perturbations: int, strategies: Sequence[str] = STRATEGIES) -> PairSet:
+    """Pairs (original, perturbation) for every dialogue of ``dialogues`` (already filtered / subsampled).
+
+    The UR pool is every utterance of these dialogues. Text ids index ``PairSet.texts``, the unique utterance texts
+    in order of first appearance.
+    """
+    if len(dialogues) != len(ids):
+        raise ValueError(f"{len(dialogues)} dialogues but {len(ids)} ids")
+    if perturbations < 1:
+        raise ValueError(f"perturbations must be >= 1, got {perturbations}")
+    table: dict[str, int] = {}
+    encoded = [tuple(table.setdefault(u, len(table)) for u in d) for d in dialogues]
+    texts = list(table)
+    pool = [t for d in encoded for t in d]
+    owner = [i for i, d in enumerate(encoded) for _ in d]
+    pairs = []
+    for i, (dialogue, ident) in enumerate(zip(encoded, ids)):
+        rng = dialogue_rng(seed, split, i)
+        for kind, new in perturb_dialogue(dialogue, pool=pool, owner=owner, me=i, texts=texts, n=perturbations,
+                                          rng=rng, strategies=strategies):
+            label = int(rng.integers(2))
+            a, b = (dialogue, new) if label == 0 else (new, dialogue)
+            pairs.append(DialoguePair(ident, kind, a, b, label))
+    return PairSet(texts, pairs)
+
+
+def subsample(indices: Sequence[int], limit: int | None, *, seed: int, split: str) -> list[int]:
+    """``limit`` of ``indices`` chosen by a seeded permutation (kept in corpus order); all if ``limit`` is None."""
+    if limit is None or limit >= len(indices):
+        return list(indices)
+    if limit < 1:
+        raise ValueError(f"dialogue limit must be >= 1, got {limit}")
+    chosen = np.random.default_rng([seed, _split_code(split)]).permutation(len(indices))[:limit]
+    return [indices[i] for i in sorted(chosen.tolist())]

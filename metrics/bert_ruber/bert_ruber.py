@@ -1,0 +1,85 @@
+"""BERT-RUBER (hybrid) as an `evaluate` module: `evaluate.load("metrics/bert_ruber")`.
+
+A thin wrapper: inputs are validated by `dialeval`, scoring is `dialeval`'s BERT-RUBER scorer (one implementation).
+The hybrid score needs references; BERT-RUBER's unreferenced score alone is `dialeval.load_scorer("bert_ruber_unref")`.
+"""
+
+import itertools
+
+import datasets
+import evaluate
+
+_CITATION = """\
+@inproceedings{ghazarian-etal-2019-better,
+  title = {Better Automatic Evaluation of Open-Domain Dialogue Systems with Contextualized Embeddings},
+  author = {Ghazarian, Sarik and Wei, Johnny and Galstyan, Aram and Peng, Nanyun},
+  booktitle = {Proceedings of the Workshop on Methods for Optimizing and Evaluating Neural Language Generation},
+  year = {2019},
+  pages = {82--89},
+}
+"""
+
+_DESCRIPTION = """\
+BERT-RUBER combines an unreferenced score (a network trained to tell the true response to a context from random
+ones, reading frozen BERT-style sentence embeddings) with a referenced score (cosine between the sentence embeddings
+of the response and of the reference). Both are min-max normalised over the scored items and combined with min
+(default) or max. This implementation is dialeval's reimplementation on frozen all-MiniLM-L6-v2 embeddings, trained
+by `dialeval train bert-ruber`; see the card for measured correlations and departures.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `str`): the responses to score.
+    contexts (`list` of `list` of `str`): for each response, its context turns, oldest first (the most recent
+        `context_turns` of the checkpoint are read, 2 by default). A single string per item is accepted too.
+    references (`list` of `list` of `str`): one or more reference responses per item (the best cosine is kept).
+        A single string per item is accepted too.
+    hybrid (`str`, optional): "min" (default) or "max" of the two normalised scores.
+    normalization (`str`, optional): "minmax" (default, as the original: rescaled over the items of this call, so
+        it needs at least two items with different scores) or "fixed" (each item on its own: the unreferenced score
+        as is, the cosine mapped to (1 + cos) / 2).
+    batch_size (`int`, optional): texts per encoder batch (default 32). Scores do not depend on it.
+    device (`str`, optional): "cpu", "cuda", "mps"... (default: Accelerate's choice).
+Returns:
+    scores (`list` of `float`): hybrid score per item, in input order, in [0, 1].
+    mean_score (`float`): the mean of `scores` (the system score).
+    signature (`str`): metric, checkpoint hash, hybrid settings and package versions that produced the scores.
+Examples:
+    >>> ruber = evaluate.load("metrics/bert_ruber")  # config_name picks a checkpoint: "default" or a folder path
+    >>> out = ruber.compute(predictions=["Sure, what time works for you?", "I like trains."],
+    ...                     contexts=[["Want to get lunch?"], ["Want to get lunch?"]],
+    ...                     references=[["Yes! Where?"], ["Yes! Where?"]])
+    >>> sorted(out)
+    ['mean_score', 'scores', 'signature']
+"""
+
+_TEXT = datasets.Value("string")
+_TEXTS = datasets.Sequence(datasets.Value("string"))
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class BertRuber(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=[
+                datasets.Features({"predictions": _TEXT, "contexts": ctx, "references": ref})
+                for ctx, ref in itertools.product((_TEXTS, _TEXT), (_TEXTS, _TEXT))
+            ],
+            homepage="https://github.com/gmftbyGMFTBY/PONE",
+            reference_urls=["https://aclanthology.org/W19-2310"],
+        )
+
+    def _download_and_prepare(self, dl_manager):
+        from dialeval.models.ruber.scorer import BertRuberScorer
+
+        self._scorer = BertRuberScorer(checkpoint=self.config_name)
+
+    def _compute(self, predictions, contexts, references, hybrid="min", normalization="minmax", batch_size=32,
+                 device=None):
+        self._scorer.set_hybrid(hybrid, normalization)
+        out = self._scorer.score(contexts=contexts, responses=predictions, references=references,
+                                 batch_size=batch_size, device=device)
+        return {"scores": out.scores, "mean_score": out.system_score, "signature": out.signature}

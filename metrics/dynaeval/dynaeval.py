@@ -1,0 +1,71 @@
+"""DynaEval as an `evaluate` module: `evaluate.load("metrics/dynaeval")`.
+
+A thin wrapper: inputs are validated here, scoring is `dialeval`'s DynaEval scorer (one implementation).
+"""
+
+import datasets
+import evaluate
+
+_CITATION = """\
+@inproceedings{zhang-etal-2021-dynaeval,
+  title = {{D}yna{E}val: Unifying Turn and Dialogue Level Evaluation},
+  author = {Zhang, Chen and Chen, Yiming and D'Haro, Luis Fernando and Zhang, Yan and Friedrichs, Thomas and
+            Lee, Grandee and Li, Haizhou},
+  booktitle = {Proceedings of ACL-IJCNLP 2021},
+  year = {2021},
+  pages = {5676--5689},
+}
+"""
+
+_DESCRIPTION = """\
+DynaEval scores the coherence of a whole dialogue. Each utterance is embedded by a frozen sentence encoder, a
+BiLSTM reads the utterances in order, and a relational graph convolution over a window of neighbouring utterances
+(edge types: which speaker talks to which, earlier or later) feeds a scorer that averages over the utterances. The
+score is unbounded; higher is more coherent. It was trained to rank DailyDialog dialogues above copies with a
+replaced utterance or with one speaker's utterances shuffled. This is dialeval's reimplementation, trained by
+`dialeval train dynaeval`; see the card for measured correlations and departures from the paper.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    dialogues (`list` of `list`): one dialogue per item, its turns oldest first: either strings (speakers then
+        alternate by position) or messages `{"role": ..., "content": ...}` (at most two distinct roles per dialogue).
+        At least two turns each.
+    batch_size (`int`, optional): utterances per encoder batch (default 32). Scores do not depend on it.
+    device (`str`, optional): "cpu", "cuda", "mps"... (default: Accelerate's choice).
+Returns:
+    scores (`list` of `float`): DynaEval score per dialogue, in input order.
+    mean_score (`float`): the mean of `scores` (the system score).
+    signature (`str`): metric, checkpoint hash and package versions that produced the scores.
+Examples:
+    >>> dynaeval = evaluate.load("metrics/dynaeval")  # config_name picks a checkpoint: "default" or a folder path
+    >>> out = dynaeval.compute(dialogues=[["Want to get lunch?", "Yes, I'm starving!", "Pizza?", "Perfect."]])
+    >>> sorted(out)
+    ['mean_score', 'scores', 'signature']
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class DynaEval(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=[
+                datasets.Features({"dialogues": datasets.Sequence(datasets.Value("string"))}),
+                datasets.Features({"dialogues": datasets.List({"role": datasets.Value("string"),
+                                                               "content": datasets.Value("string")})}),
+            ],
+            homepage="https://github.com/e0397123/DynaEval",
+            reference_urls=["https://aclanthology.org/2021.acl-long.441"],
+        )
+
+    def _download_and_prepare(self, dl_manager):
+        from dialeval.models.dynaeval.scorer import DynaEvalScorer
+
+        self._scorer = DynaEvalScorer(checkpoint=self.config_name)
+
+    def _compute(self, dialogues, batch_size=32, device=None):
+        out = self._scorer.score_dialogues(dialogues=dialogues, batch_size=batch_size, device=device)
+        return {"scores": out.scores, "mean_score": out.system_score, "signature": out.signature}

@@ -1,0 +1,72 @@
+"""PONE as an `evaluate` module: `evaluate.load("metrics/pone")`.
+
+A thin wrapper: inputs are validated by `dialeval`, scoring is `dialeval`'s PONE scorer (one implementation).
+"""
+
+import datasets
+import evaluate
+
+_CITATION = """\
+@article{lan-etal-2020-pone,
+  title = {{PONE}: A Novel Automatic Evaluation Metric for Open-domain Generative Dialogue Systems},
+  author = {Lan, Tian and Mao, Xian-Ling and Wei, Wei and Gao, Xiaoyan and Huang, Heyan},
+  journal = {ACM Transactions on Information Systems},
+  volume = {39},
+  number = {1},
+  year = {2020},
+  doi = {10.1145/3423168},
+}
+"""
+
+_DESCRIPTION = """\
+PONE scores how appropriate a response is to its dialogue context, without a reference. It is BERT-RUBER's
+unreferenced network (a bilinear term between the context and response sentence embeddings, an MLP and a sigmoid)
+trained with augmented POsitive samples, weighted (hard) NEgative samples and a label filter for the augmented
+positives. Score in (0, 1), higher is better. This implementation is dialeval's reimplementation on frozen
+all-MiniLM-L6-v2 embeddings, trained by `dialeval train pone`; see the card for measured correlations and departures.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `str`): the responses to score.
+    contexts (`list` of `list` of `str`): for each response, its context turns, oldest first (the most recent
+        `context_turns` of the checkpoint are read, 2 by default). A single string per item is accepted too.
+    batch_size (`int`, optional): texts per encoder batch (default 32). Scores do not depend on it.
+    device (`str`, optional): "cpu", "cuda", "mps"... (default: Accelerate's choice).
+Returns:
+    scores (`list` of `float`): PONE score per item, in input order.
+    mean_score (`float`): the mean of `scores` (the system score).
+    signature (`str`): metric, checkpoint hash and package versions that produced the scores.
+Examples:
+    >>> pone = evaluate.load("metrics/pone")  # config_name picks a checkpoint: "default" or a folder path
+    >>> out = pone.compute(predictions=["Sure, what time works for you?"],
+    ...                    contexts=[["Want to get lunch?", "I'm starving, yes!"]])
+    >>> sorted(out)
+    ['mean_score', 'scores', 'signature']
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class Pone(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=[
+                datasets.Features({"predictions": datasets.Value("string"),
+                                   "contexts": datasets.Sequence(datasets.Value("string"))}),
+                datasets.Features({"predictions": datasets.Value("string"), "contexts": datasets.Value("string")}),
+            ],
+            homepage="https://github.com/gmftbyGMFTBY/PONE",
+            reference_urls=["https://doi.org/10.1145/3423168", "https://arxiv.org/abs/2004.02399"],
+        )
+
+    def _download_and_prepare(self, dl_manager):
+        from dialeval.models.pone.scorer import PoneScorer
+
+        self._scorer = PoneScorer(checkpoint=self.config_name)
+
+    def _compute(self, predictions, contexts, batch_size=32, device=None):
+        out = self._scorer.score(contexts=contexts, responses=predictions, batch_size=batch_size, device=device)
+        return {"scores": out.scores, "mean_score": out.system_score, "signature": out.signature}
