@@ -470,11 +470,11 @@ def test_bad_inputs_raise_naming_item_and_field(random_checkpoints):
 
 
 def test_missing_default_checkpoint_names_the_training_command(monkeypatch, tmp_path):
+    from dialeval import checkpoint_files
+    from dialeval.models.pone.scorer import PoneScorer
     from dialeval.models.ruber import scorer as ruber_scorer
 
-    from dialeval.models.pone.scorer import PoneScorer
-
-    monkeypatch.setattr(ruber_scorer.resources, "files", lambda pkg: tmp_path)
+    monkeypatch.setattr(checkpoint_files.resources, "files", lambda pkg: tmp_path)
     with pytest.raises(FileNotFoundError, match="dialeval train bert-ruber"):
         ruber_scorer.BertRuberUnrefScorer()
 

@@ -22,11 +22,9 @@ on the other items of the call or on ``batch_size``. Bit-exact across runs and b
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -35,40 +33,24 @@ import torch
 
 from ...backbone import Encoder
 from ...batching import progress, resolve_device
+from ...checkpoint_files import checkpoint_fingerprint
+from ...checkpoint_files import resolve_checkpoint as _resolve
+from ...checkpoint_files import shipped_checkpoint as _shipped
 from ...schema import Dialogue, ScoringItem, Turn
 from ...scoring import Scorer
 from .inputs import response_turn, speaker_ids
 
 TURN_SCORES = ("dialogue", "delta")
 DEFAULT_TURN_SCORE = "dialogue"
-TRAIN_HINT = ("train one with `dialeval train dynaeval --output-dir runs/dynaeval` and pass "
-              "checkpoint='runs/dynaeval/best' (CLI: --checkpoint runs/dynaeval/best)")
+TRAIN_COMMAND = "dialeval train dynaeval"
 
 
 def shipped_checkpoint(name: str = "default") -> Path:
-    path = Path(str(resources.files("dialeval"))) / "checkpoints" / "dynaeval" / name
-    if not (path / "config.json").exists():
-        raise FileNotFoundError(f"no shipped DynaEval checkpoint named {name!r} at {path}; {TRAIN_HINT}")
-    return path
+    return _shipped("dynaeval", TRAIN_COMMAND, name)
 
 
 def resolve_checkpoint(checkpoint: str | os.PathLike | None) -> Path:
-    if checkpoint is None or str(checkpoint) == "default":
-        return shipped_checkpoint()
-    path = Path(checkpoint)
-    if not (path / "config.json").exists():
-        if (path / "best" / "config.json").exists():
-            return path / "best"
-        raise FileNotFoundError(f"{path} is not a DynaEval checkpoint folder (no config.json); {TRAIN_HINT}")
-    return path
-
-
-def checkpoint_fingerprint(path: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        h.update(str(f.relative_to(path)).encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()[:12]
+    return _resolve(checkpoint, "dynaeval", TRAIN_COMMAND)
 
 
 def encoder_location(name: str) -> str | None:

@@ -12,9 +12,7 @@ with copies). Scores are therefore identical across batch sizes and runs, at the
 
 from __future__ import annotations
 
-import hashlib
 import os
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,9 @@ import numpy as np
 import torch
 
 from ...batching import length_sorted_batches, progress, resolve_device
+from ...checkpoint_files import checkpoint_fingerprint
+from ...checkpoint_files import resolve_checkpoint as _resolve
+from ...checkpoint_files import shipped_checkpoint as _shipped
 from ...schema import ScoringItem
 from ...scoring import Scorer
 from .features import GraphFeaturizer
@@ -38,33 +39,15 @@ FORWARD_ROWS = 32
 LENGTH_BUCKET = 16
 
 
+TRAIN_COMMAND = "dialeval train grade"
+
+
 def shipped_checkpoint(name: str = "default") -> Path:
-    path = Path(str(resources.files("dialeval"))) / "checkpoints" / "grade" / name
-    if not (path / "config.json").exists():
-        raise FileNotFoundError(
-            f"no shipped GRADE checkpoint named {name!r} at {path}; train one with `dialeval train grade` "
-            "and pass checkpoint=<its best/ folder>"
-        )
-    return path
+    return _shipped("grade", TRAIN_COMMAND, name)
 
 
 def resolve_checkpoint(checkpoint: str | os.PathLike | None) -> Path:
-    if checkpoint is None or str(checkpoint) == "default":
-        return shipped_checkpoint()
-    path = Path(checkpoint)
-    if not (path / "config.json").exists():
-        if (path / "best" / "config.json").exists():
-            return path / "best"
-        raise FileNotFoundError(f"{path} is not a GRADE checkpoint folder (no config.json)")
-    return path
-
-
-def checkpoint_fingerprint(path: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        h.update(str(f.relative_to(path)).encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()[:12]
+    return _resolve(checkpoint, "grade", TRAIN_COMMAND)
 
 
 class GradeScorer(Scorer):

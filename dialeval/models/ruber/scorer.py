@@ -22,10 +22,8 @@ A checkpoint is a folder with ``config.json`` + ``model.safetensors`` (the head 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -33,6 +31,7 @@ import numpy as np
 import torch
 
 from ...batching import resolve_device
+from ...checkpoint_files import checkpoint_fingerprint, resolve_checkpoint
 from ...schema import InputError, ScoringItem
 from ...scoring import Scorer
 from .data import context_text
@@ -43,39 +42,6 @@ MODES = ("unreferenced", "referenced", "hybrid")
 HYBRIDS = ("min", "max")
 NORMALIZATIONS = ("minmax", "fixed")
 MODEL_TYPES = ("dialeval-bert-ruber", "dialeval-pone")
-
-
-def shipped_checkpoint(metric_dir: str, train_command: str, name: str = "default") -> Path:
-    path = Path(str(resources.files("dialeval"))) / "checkpoints" / metric_dir / name
-    if not (path / "config.json").exists():
-        raise FileNotFoundError(
-            f"no shipped {metric_dir} checkpoint named {name!r} at {path}; train one with "
-            f"`{train_command} --output-dir runs/{metric_dir}` and pass checkpoint='runs/{metric_dir}/best' "
-            f"(or copy that best/ folder to {path})"
-        )
-    return path
-
-
-def resolve_checkpoint(checkpoint: str | os.PathLike | None, metric_dir: str, train_command: str) -> Path:
-    if checkpoint is None or str(checkpoint) == "default":
-        return shipped_checkpoint(metric_dir, train_command)
-    path = Path(checkpoint)
-    if (path / "config.json").exists():
-        return path
-    if (path / "best" / "config.json").exists():
-        return path / "best"
-    raise FileNotFoundError(f"{path} is not a {metric_dir} checkpoint folder (no config.json, nor best/config.json); "
-                            f"train one with `{train_command}`")
-
-
-def checkpoint_fingerprint(path: Path) -> str:
-    """Short sha256 over the checkpoint's model files (config, weights, code). Other files are ignored: `evaluate`
-    writes lock files into a folder given as ``config_name``."""
-    h = hashlib.sha256()
-    for f in sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".json", ".safetensors", ".py")):
-        h.update(str(f.relative_to(path)).encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()[:12]
 
 
 def load_head(path: Path):
