@@ -555,3 +555,11 @@ def test_real_dailydialog_pairs(data_dir):
     assert len(per_dialogue) == 40 and max(per_dialogue.values()) == 20
     kinds = Counter(p.kind for p in pairs.pairs)
     assert kinds["ur"] == 400 and 0 < kinds["ss"] <= 400
+
+
+def test_shipped_checkpoint_code_is_modeling_dynaeval():
+    """The custom-code copies beside the shipped weights (needed by trust_remote_code) equal modeling/dynaeval."""
+    from dialeval.models.dynaeval.scorer import shipped_checkpoint
+
+    for name in ("configuration_dynaeval.py", "modeling_dynaeval.py"):
+        assert (shipped_checkpoint() / name).read_bytes() == (ROOT / "modeling" / "dynaeval" / name).read_bytes(), name

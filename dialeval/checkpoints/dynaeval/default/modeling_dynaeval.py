@@ -1,0 +1,341 @@
+"""DynaEval (Zhang et al., ACL 2021): dialogue-level evaluation with a structured graph over the utterances.
+
+transformers custom code, flat on purpose (imports only torch / transformers / torch_geometric / stdlib) so that it
+can be shipped next to a checkpoint and loaded with ``AutoModel.from_pretrained(path_or_repo, trust_remote_code=True)``
+without ``dialeval`` installed.
+
+The model reads *utterance embeddings* (one vector per utterance, from a frozen sentence encoder run outside the
+model, so embeddings can be cached) and returns one unbounded coherence score per dialogue:
+
+1. ``Linear(utterance_dim -> node_dim)`` + dropout, then a BiLSTM (``lstm_layers``, ``node_dim // 2`` per direction,
+   dropout between layers) over the utterances of each dialogue (packed: padding never enters the recurrence).
+2. A directed graph per dialogue: utterance ``j`` sends an edge to every ``k`` with
+   ``j - window_past <= k <= j + window_future`` (self loop included). Relation type =
+   (speaker(j), speaker(k), ``j < k`` or not); the self loop falls in the "not" bucket. Speakers are ids in
+   ``[0, max_speakers)``.
+3. Edge weights: ``alpha_jk = softmax_k((W h_k) . h_j)`` over the window of the source ``j``.
+4. ``WeightedRGCNConv`` (basis decomposition, root weight + bias, sum of ``alpha_jk * W_r h_j`` at ``k``) to
+   ``graph_dim``, then ``GraphConv(graph_dim -> graph_dim, add)``; no nonlinearity between them.
+5. ``cat(h, g)`` -> ``Linear -> ReLU -> dropout`` -> mean over the utterances of the dialogue -> ``Linear(-> 1)``.
+
+Deliberate differences from the released implementation (e0397123/DynaEval, based on DialogueGCN):
+
+* Utterance embeddings are a masked mean over the tokens (padding excluded); the original averaged the padding
+  positions of its batch too, so an utterance's embedding depended on the longest utterance of its dialogue.
+* Speakers are given per utterance (ids by order of first appearance, at most ``max_speakers``) instead of being
+  forced to alternate A/B by position; alternation is the fallback when no speakers are given.
+* The relational layer is written here (PyG 2.x ``RGCNConv`` lost the ``edge_norm`` argument the original passed the
+  attention weights through); its maths and initialisation follow PyG 1.4's ``RGCNConv``.
+* The dialogue mean runs over the real utterances of each dialogue only (no padding rows).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch_geometric.nn import GraphConv
+from torch_geometric.nn.dense.linear import Linear as PygLinear
+from torch_geometric.utils import softmax, to_dense_batch
+from transformers import PreTrainedModel
+from transformers.utils import ModelOutput
+
+from .configuration_dynaeval import DynaEvalConfig
+
+
+@dataclass
+class DynaEvalOutput(ModelOutput):
+    """Output of [`DynaEvalModel`].
+
+    Args:
+        score (`torch.FloatTensor` of shape `(num_dialogues,)`): coherence score per dialogue (unbounded, higher is
+            better).
+    """
+
+    score: torch.FloatTensor | None = None
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Graph construction
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _check_lengths(dialogue_lengths: torch.Tensor, num_nodes: int | None = None) -> torch.Tensor:
+    lengths = torch.as_tensor(dialogue_lengths, dtype=torch.long)
+    if lengths.dim() != 1:
+        raise ValueError(f"dialogue_lengths must be 1-d, got shape {tuple(lengths.shape)}")
+    if lengths.numel() and int(lengths.min()) < 1:
+        raise ValueError(f"every dialogue needs at least one utterance; dialogue_lengths={lengths.tolist()}")
+    if num_nodes is not None and int(lengths.sum()) != num_nodes:
+        raise ValueError(f"dialogue_lengths sum to {int(lengths.sum())} but there are {num_nodes} utterances")
+    return lengths
+
+
+def alternating_speakers(dialogue_lengths: torch.Tensor) -> torch.Tensor:
+    """Speaker ids 0, 1, 0, 1, ... restarting in every dialogue (the original's A/B convention)."""
+    lengths = _check_lengths(dialogue_lengths)
+    starts = torch.cumsum(lengths, 0) - lengths
+    positions = torch.arange(int(lengths.sum()), device=lengths.device) - torch.repeat_interleave(starts, lengths)
+    return positions % 2
+
+
+def window_edges(dialogue_lengths: torch.Tensor, window_past: int, window_future: int) -> torch.Tensor:
+    """``edge_index`` [2, E] (source, target) over flattened utterances: ``j -> k`` for every ``k`` of the same
+    dialogue with ``j - window_past <= k <= j + window_future`` (self loop included; ``-1``: no limit).
+
+    Edges are ordered by source, then target.
+    """
+    lengths = _check_lengths(dialogue_lengths)
+    num_nodes = int(lengths.sum())
+    if num_nodes == 0:
+        return torch.zeros(2, 0, dtype=torch.long)
+    longest = int(lengths.max())
+    past = longest - 1 if window_past < 0 else window_past
+    future = longest - 1 if window_future < 0 else window_future
+    starts = torch.cumsum(lengths, 0) - lengths
+    node = torch.arange(num_nodes)
+    position = node - torch.repeat_interleave(starts, lengths)
+    length = torch.repeat_interleave(lengths, lengths)
+    offsets = torch.arange(-past, future + 1)
+    target_position = position[:, None] + offsets[None, :]  # [N, W]
+    valid = (target_position >= 0) & (target_position < length[:, None])
+    source = node[:, None].expand_as(target_position)[valid]  # row-major: by source, then offset (= target)
+    target = (node[:, None] + offsets[None, :])[valid]
+    return torch.stack([source, target])
+
+
+def relation_types(edge_index: torch.Tensor, speaker_ids: torch.Tensor, max_speakers: int) -> torch.Tensor:
+    """Relation id of each edge ``j -> k``: ``(speaker(j) * max_speakers + speaker(k)) * 2 + (0 if j < k else 1)``.
+
+    With two speakers this is the original's table ``{'000': 0, '001': 1, '010': 2, ..., '111': 7}`` keyed by
+    speaker(j), speaker(k), direction.
+    """
+    speaker_ids = torch.as_tensor(speaker_ids, dtype=torch.long)
+    if speaker_ids.numel() and (int(speaker_ids.min()) < 0 or int(speaker_ids.max()) >= max_speakers):
+        raise ValueError(f"speaker ids must lie in [0, {max_speakers}); got {sorted(set(speaker_ids.tolist()))}")
+    source, target = edge_index
+    backward = (source >= target).long()
+    return (speaker_ids[source] * max_speakers + speaker_ids[target]) * 2 + backward
+
+
+def build_dialogue_graph(dialogue_lengths: torch.Tensor, speaker_ids: torch.Tensor, window_past: int,
+                         window_future: int, max_speakers: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(edge_index [2, E], edge_type [E])`` of a batch of dialogues given as flattened utterances."""
+    edge_index = window_edges(dialogue_lengths, window_past, window_future)
+    return edge_index, relation_types(edge_index, speaker_ids, max_speakers)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Layers
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class WindowEdgeAttention(nn.Module):
+    """Edge weights ``alpha_jk = softmax over the targets k of source j of (W h_k) . h_j``."""
+
+    def __init__(self, dim: int, init_std: float) -> None:
+        super().__init__()
+        self.dim = dim
+        self.init_std = init_std
+        self.weight = nn.Parameter(torch.empty(dim, dim))
+        nn.init.normal_(self.weight, 0.0, init_std)
+
+    def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        source, target = edge_index
+        projected = h @ self.weight.t()  # W h_k for every node
+        logits = (projected[target] * h[source]).sum(dim=-1)
+        return softmax(logits, source, num_nodes=h.size(0))
+
+    def extra_repr(self) -> str:
+        return f"{self.dim}, init_std={self.init_std:.3g}"
+
+
+class WeightedRGCNConv(nn.Module):
+    """Relational graph convolution with per-edge weights and basis decomposition (PyG 1.4 ``RGCNConv`` with
+    ``edge_norm``)::
+
+        W_r  = sum_b comp[r, b] * basis[b]                            (num_bases basis matrices [in, out])
+        out_k = x_k @ root + bias + sum_{edges j -> k} w_jk * (x_j @ W_{type(j -> k)})
+
+    Computed as: the weighted inputs are summed per (target, relation) first, then one matmul with the stacked
+    ``W_r`` (the same sum, in another order).
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, num_relations: int, num_bases: int) -> None:
+        super().__init__()
+        self.in_dim, self.out_dim = in_dim, out_dim
+        self.num_relations, self.num_bases = num_relations, num_bases
+        self.basis = nn.Parameter(torch.empty(num_bases, in_dim, out_dim))
+        self.comp = nn.Parameter(torch.empty(num_relations, num_bases))
+        self.root = nn.Parameter(torch.empty(in_dim, out_dim))
+        self.bias = nn.Parameter(torch.empty(out_dim))
+        bound = self.init_bound()
+        for p in (self.basis, self.comp, self.root, self.bias):
+            nn.init.uniform_(p, -bound, bound)
+
+    def init_bound(self) -> float:
+        # PyG 1.4: uniform(num_bases * in_channels, tensor) for basis, att, root and bias
+        return 1.0 / math.sqrt(self.num_bases * self.in_dim)
+
+    def relation_weights(self) -> torch.Tensor:
+        """``W_r`` for every relation: [num_relations, in_dim, out_dim]."""
+        return (self.comp @ self.basis.reshape(self.num_bases, -1)).view(self.num_relations, self.in_dim, self.out_dim)
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor,
+                edge_weight: torch.Tensor | None = None) -> torch.Tensor:
+        num_nodes = x.size(0)
+        source, target = edge_index
+        if edge_type.numel() and (int(edge_type.min()) < 0 or int(edge_type.max()) >= self.num_relations):
+            raise ValueError(f"edge_type must lie in [0, {self.num_relations})")
+        messages = x[source]
+        if edge_weight is not None:
+            messages = messages * edge_weight.unsqueeze(-1)
+        slots = x.new_zeros(num_nodes * self.num_relations, self.in_dim)
+        slots.index_add_(0, target * self.num_relations + edge_type, messages)
+        weights = self.relation_weights().reshape(self.num_relations * self.in_dim, self.out_dim)
+        out = slots.view(num_nodes, self.num_relations * self.in_dim) @ weights
+        return out + x @ self.root + self.bias
+
+    def extra_repr(self) -> str:
+        return f"{self.in_dim}, {self.out_dim}, num_relations={self.num_relations}, num_bases={self.num_bases}"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Model
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class DynaEvalPreTrainedModel(PreTrainedModel):
+    config_class = DynaEvalConfig
+    base_model_prefix = "dynaeval"
+    main_input_name = "utterance_embeddings"
+
+    def _init_weights(self, module: nn.Module) -> None:
+        # torch / PyG defaults, as the original's modules; transformers' `init` functions skip loaded parameters.
+        from transformers import initialization as init
+
+        if isinstance(module, WeightedRGCNConv):
+            bound = module.init_bound()
+            for p in (module.basis, module.comp, module.root, module.bias):
+                init.uniform_(p, -bound, bound)
+        elif isinstance(module, WindowEdgeAttention):
+            init.normal_(module.weight, 0.0, module.init_std)
+        elif isinstance(module, nn.LSTM):
+            bound = 1.0 / math.sqrt(module.hidden_size)
+            for p in module.parameters():
+                init.uniform_(p, -bound, bound)
+        elif isinstance(module, (nn.Linear, PygLinear)):
+            init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+            if module.bias is not None:
+                fan_in = module.weight.shape[1]
+                bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+                init.uniform_(module.bias, -bound, bound)
+
+
+class DynaEvalModel(DynaEvalPreTrainedModel):
+    """DynaEval: BiLSTM over utterance embeddings + speaker/direction-aware relational graph, one score per dialogue.
+
+    Inputs are batched PyG-style: the utterances of all dialogues flattened into one ``[N, utterance_dim]`` tensor,
+    dialogue after dialogue, with ``dialogue_lengths`` [B] saying how many belong to each.
+    """
+
+    def __init__(self, config: DynaEvalConfig) -> None:
+        super().__init__(config)
+        d, g = config.node_dim, config.graph_dim
+        self.input_proj = nn.Linear(config.utterance_dim, d)
+        self.dropout = nn.Dropout(config.dropout)
+        self.lstm = nn.LSTM(d, d // 2, num_layers=config.lstm_layers, bidirectional=True, batch_first=True,
+                            dropout=config.dropout if config.lstm_layers > 1 else 0.0)
+        self.edge_attention = WindowEdgeAttention(d, config.attention_init_std)
+        self.rgcn = WeightedRGCNConv(d, g, config.num_relations, config.num_bases)
+        self.graph_conv = GraphConv(g, g, aggr="add")
+        self.hidden = nn.Linear(d + g, g)
+        self.output = nn.Linear(g, 1)
+        self.post_init()
+
+    # -- pieces -------------------------------------------------------------------------------------------------------
+
+    def contextualize(self, utterance_embeddings: torch.Tensor, dialogue_lengths: torch.Tensor) -> torch.Tensor:
+        """Projected utterances through the BiLSTM, per dialogue: [N, node_dim]."""
+        x = self.dropout(self.input_proj(utterance_embeddings))
+        batch = torch.repeat_interleave(torch.arange(dialogue_lengths.numel(), device=x.device),
+                                        dialogue_lengths.to(x.device))
+        dense, mask = to_dense_batch(x, batch, batch_size=dialogue_lengths.numel())
+        packed = pack_padded_sequence(dense, dialogue_lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, _ = self.lstm(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=dense.size(1))
+        return out[mask]
+
+    def graph_inputs(self, h: torch.Tensor, dialogue_lengths: torch.Tensor, speaker_ids: torch.Tensor
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(edge_index, edge_type, edge_weight)`` for node states ``h``."""
+        cfg = self.config
+        edge_index, edge_type = build_dialogue_graph(dialogue_lengths.cpu(), speaker_ids.cpu(), cfg.window_past,
+                                                     cfg.window_future, cfg.max_speakers)
+        edge_index, edge_type = edge_index.to(h.device), edge_type.to(h.device)
+        return edge_index, edge_type, self.edge_attention(h, edge_index)
+
+    # -- forward ------------------------------------------------------------------------------------------------------
+
+    def forward(
+        self,
+        utterance_embeddings: torch.Tensor,
+        dialogue_lengths: torch.Tensor,
+        speaker_ids: torch.Tensor | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> DynaEvalOutput | tuple[torch.Tensor]:
+        r"""
+        Args:
+            utterance_embeddings: float [N, utterance_dim], the utterances of all dialogues, dialogue after
+                dialogue, each in conversation order.
+            dialogue_lengths: long [B], utterances per dialogue (each >= 1, summing to N).
+            speaker_ids: long [N] in ``[0, max_speakers)``, numbered by first appearance within each dialogue
+                (None: 0, 1, 0, 1, ... in every dialogue).
+
+        Returns:
+            [`DynaEvalOutput`] with ``score`` [B].
+        """
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if utterance_embeddings.dim() != 2 or utterance_embeddings.size(-1) != self.config.utterance_dim:
+            raise ValueError(f"utterance_embeddings must be [N, {self.config.utterance_dim}], "
+                             f"got shape {tuple(utterance_embeddings.shape)}")
+        lengths = _check_lengths(dialogue_lengths, utterance_embeddings.size(0))
+        if speaker_ids is None:
+            speaker_ids = alternating_speakers(lengths)
+        speaker_ids = torch.as_tensor(speaker_ids, dtype=torch.long)
+        if speaker_ids.shape != (utterance_embeddings.size(0),):
+            raise ValueError(f"speaker_ids must be [N] = [{utterance_embeddings.size(0)}], "
+                             f"got shape {tuple(speaker_ids.shape)}")
+        x = utterance_embeddings.to(self.input_proj.weight.dtype)
+        h = self.contextualize(x, lengths)
+        edge_index, edge_type, edge_weight = self.graph_inputs(h, lengths, speaker_ids)
+        g = self.rgcn(h, edge_index, edge_type, edge_weight)
+        g = self.graph_conv(g, edge_index)
+        hidden = self.dropout(F.relu(self.hidden(torch.cat([h, g], dim=-1))))
+        batch = torch.repeat_interleave(torch.arange(lengths.numel(), device=h.device), lengths.to(h.device))
+        pooled = hidden.new_zeros(lengths.numel(), hidden.size(-1)).index_add_(0, batch, hidden)
+        pooled = pooled / lengths.to(device=h.device, dtype=hidden.dtype).unsqueeze(-1)
+        score = self.output(pooled).squeeze(-1)
+        if not return_dict:
+            return (score,)
+        return DynaEvalOutput(score=score)
+
+
+DynaEvalModel.register_for_auto_class("AutoModel")
+
+__all__ = [
+    "DynaEvalModel",
+    "DynaEvalOutput",
+    "DynaEvalPreTrainedModel",
+    "WeightedRGCNConv",
+    "WindowEdgeAttention",
+    "alternating_speakers",
+    "build_dialogue_graph",
+    "relation_types",
+    "window_edges",
+]
