@@ -319,3 +319,12 @@ def corpus_summary(rows: list[dict[str, Any]]) -> str:
             out.append(f"| {m} | " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)
+
+
+def emit_measurements(result: dict[str, Any], json_path: str | os.PathLike | None, *, width: int = 26) -> None:
+    """Print a speed benchmark's ``key: value`` lines and, when ``json_path`` is given, write them as JSON."""
+    for key, value in result.items():
+        print(f"{key:>{width}}: {value}")
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump(result, fh, indent=1)

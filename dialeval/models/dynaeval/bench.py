@@ -14,13 +14,13 @@ Model loading is excluded. Needs the data directory.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 
 import torch
 
 from ...benchmarks import load_benchmark
+from ...evaluation import emit_measurements
 from ...schema import normalize_dialogues
 from .inputs import speaker_ids
 from .scorer import DynaEvalScorer
@@ -87,11 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     result = run(args.checkpoint, args.batch_size, args.data_dir)
-    for key, value in result.items():
-        print(f"{key:>30}: {value}")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=1)
+    emit_measurements(result, args.json, width=30)
     return 0
 
 

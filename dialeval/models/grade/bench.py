@@ -13,12 +13,12 @@ Model loading is excluded. Needs the data directory.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import torch
 
 from ...benchmarks import load_benchmark
+from ...evaluation import emit_measurements
 from .data import context_windows
 from .inputs import context_window
 from .scorer import GradeScorer
@@ -87,11 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args(argv)
     result = run(args.checkpoint, args.batch_size, args.data_dir, args.large)
-    for key, value in result.items():
-        print(f"{key:>26}: {value}")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=1)
+    emit_measurements(result, args.json, width=26)
     return 0
 
 
