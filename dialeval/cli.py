@@ -183,14 +183,38 @@ def report(
     results: Annotated[list[Path], typer.Argument(help="JSON files written by `dialeval benchmark` (rows are merged).")],
     by_corpus: Annotated[bool, typer.Option(help="Also print the mean of Pearson and Spearman per source corpus.")] = False,
     benchmark: Annotated[Optional[str], typer.Option(help="Only this benchmark's rows.")] = None,
+    cells: Annotated[Optional[str], typer.Option(help=(
+        "Instead of the overview: Pearson and Spearman with p-values and CIs in these cells, a named set "
+        "(pone_paper) or comma-separated benchmark[:subset[:aspect]].")
+    )] = None,
+    relative_to: Annotated[Optional[str], typer.Option(help=(
+        "With --cells: each metric's mean of (Pearson + Spearman) / 2 over the cells and its gain relative to "
+        "this metric, with a paired bootstrap CI.")
+    )] = None,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for --relative-to.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed for --relative-to.")] = 0,
 ) -> None:
     """Print Markdown tables (Pearson / Spearman per set) from benchmark JSON files."""
     from .evaluation import corpus_summary, markdown_report
 
-    rows = [row for path in results for res in json.loads(path.read_text()) for row in res["rows"]
-            if benchmark is None or row["benchmark"] == benchmark]
+    loaded = [res for path in results for res in json.loads(path.read_text())
+              if benchmark is None or res["benchmark"] == benchmark]
+    rows = [row for res in loaded for row in res["rows"]]
     if not rows:
         raise typer.BadParameter(f"no rows{f' for benchmark {benchmark!r}' if benchmark else ''} in the given files")
+    if relative_to and not cells:
+        raise typer.BadParameter("--relative-to needs --cells (the sets the average runs over)")
+    if cells:
+        from .cell_report import detail_table, parse_cells, relative_gain_table
+
+        try:
+            chosen = parse_cells(cells)
+            typer.echo(detail_table(loaded, chosen))
+            if relative_to:
+                typer.echo(relative_gain_table(loaded, chosen, relative_to, n_boot=bootstrap, seed=seed))
+        except (KeyError, ValueError) as err:
+            raise typer.BadParameter(str(err).strip("'\"")) from None
+        return
     typer.echo(markdown_report(rows))
     if by_corpus:
         typer.echo(corpus_summary(rows))

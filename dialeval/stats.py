@@ -39,6 +39,7 @@ __all__ = [
     "correlate_groups",
     "williams_test",
     "compare_metrics",
+    "relative_average_gain",
     "discrimination_accuracy",
 ]
 
@@ -391,6 +392,69 @@ def compare_metrics(
         "n_boot_used": len(diffs),
         "confidence": float(confidence),
         "note": note,
+    }
+
+
+def _mean_pearson_spearman(x: np.ndarray, y: np.ndarray) -> float:
+    return (_scipy_corr("pearson", x, y)[0] + _scipy_corr("spearman", x, y)[0]) / 2.0
+
+
+def relative_average_gain(
+    cells: Sequence[tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]],
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> dict[str, Any]:
+    """How much higher metric a's average correlation is than metric b's, relative to b's, over several sets.
+
+    ``cells`` holds one ``(scores_a, scores_b, human)`` triple per evaluation set (the items of a set are shared by
+    both metrics; sets may differ in size). A set's correlation is ``(Pearson + Spearman) / 2``; the average is
+    the unweighted mean over the sets, and ``gain = (mean_a - mean_b) / |mean_b|`` (NaN when ``mean_b`` is 0).
+
+    Returns ``{"n_cells", "mean_a", "mean_b", "gain", "ci_low", "ci_high", "p_bootstrap", "n_boot",
+    "n_boot_used", "confidence", "cells"}``, ``cells`` listing ``{"n", "a", "b"}`` per set. The CI is a
+    percentile interval of ``gain`` over paired resamples: each set's items are resampled (the same indices for
+    both metrics) with one generator seeded by ``seed``, set after set; ``p_bootstrap`` is the share of kept
+    resamples with ``gain <= 0``, a one-sided p-value for "a's average is higher".
+    """
+    _check_options(n_boot, confidence)
+    if not cells:
+        raise InputError("cells is empty: give at least one (scores_a, scores_b, human) set")
+    rng = np.random.default_rng(seed)
+    per_cell, reps_a, reps_b = [], [], []
+    for i, cell in enumerate(cells):
+        if len(cell) != 3:
+            raise InputError(f"cells[{i}] must be (scores_a, scores_b, human), got {len(cell)} items")
+        try:
+            a, b, h = _as_paired(scores_a=cell[0], scores_b=cell[1], human=cell[2])
+        except InputError as err:
+            raise InputError(f"cells[{i}]: {err}") from None
+        per_cell.append({"n": len(h), "a": _mean_pearson_spearman(a, h), "b": _mean_pearson_spearman(b, h)})
+        idx = rng.integers(0, len(h), size=(n_boot, len(h)))
+        hb = h[idx]
+        reps_a.append((_pearson_rows(a[idx], hb) + _spearman_rows(a[idx], hb)) / 2.0)
+        reps_b.append((_pearson_rows(b[idx], hb) + _spearman_rows(b[idx], hb)) / 2.0)
+    mean_a = float(np.mean([c["a"] for c in per_cell]))
+    mean_b = float(np.mean([c["b"] for c in per_cell]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gain = (mean_a - mean_b) / abs(mean_b) if mean_b != 0 else _NAN
+        boot_a, boot_b = np.mean(reps_a, axis=0), np.mean(reps_b, axis=0)
+        boot = (boot_a - boot_b) / np.abs(boot_b)
+    boot = boot[np.isfinite(boot)]
+    low, high = _percentile_ci(boot, confidence)
+    return {
+        "n_cells": len(per_cell),
+        "mean_a": mean_a,
+        "mean_b": mean_b,
+        "gain": float(gain),
+        "ci_low": low,
+        "ci_high": high,
+        "p_bootstrap": float(np.mean(boot <= 0.0)) if boot.size else _NAN,
+        "n_boot": int(n_boot),
+        "n_boot_used": int(boot.size),
+        "confidence": float(confidence),
+        "cells": per_cell,
     }
 
 

@@ -4,6 +4,7 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -65,6 +66,7 @@ def test_benchmark_writes_table_json_csv_png_and_is_repeatable(tmp_path, data_di
     first = runner.invoke(app, args + ["--output-dir", str(tmp_path / "a")])
     second = runner.invoke(app, args + ["--output-dir", str(tmp_path / "b")])
     assert first.exit_code == 0, first.output
+    assert second.exit_code == 0, second.output
     assert "dailydialog/transformer_generator" in first.output and "pooled" in first.output
     stem = "context_cosine__grade_eval"
     a = json.loads((tmp_path / "a" / f"{stem}.json").read_text())
@@ -91,9 +93,10 @@ def _row(metric, subset, pearson, spearman):
 
 
 def test_report_merges_files_and_averages_per_corpus(tmp_path):
-    a = [{"rows": [_row("m1", "x/s1", 0.2, 0.4), _row("m1", "x/s2", 0.4, 0.6), _row("m1", "y/s1", 0.1, 0.1),
-                   _row("m1", "pooled", 0.3, 0.5)]}]
-    b = [{"rows": [_row("m2", "x/s1", -0.2, 0.0), _row("m2", "y/s1", 0.5, 0.7), _row("m2", "pooled", 0.0, 0.2)]}]
+    a = [{"benchmark": "b", "rows": [_row("m1", "x/s1", 0.2, 0.4), _row("m1", "x/s2", 0.4, 0.6),
+                                     _row("m1", "y/s1", 0.1, 0.1), _row("m1", "pooled", 0.3, 0.5)]}]
+    b = [{"benchmark": "b", "rows": [_row("m2", "x/s1", -0.2, 0.0), _row("m2", "y/s1", 0.5, 0.7),
+                                     _row("m2", "pooled", 0.0, 0.2)]}]
     (tmp_path / "a.json").write_text(json.dumps(a))
     (tmp_path / "b.json").write_text(json.dumps(b))
     res = runner.invoke(app, ["report", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--by-corpus"])
@@ -103,6 +106,55 @@ def test_report_merges_files_and_averages_per_corpus(tmp_path):
     assert "| m2 | -0.100 | 0.600 | 0.100 |" in res.output
     none = runner.invoke(app, ["report", str(tmp_path / "a.json"), "--benchmark", "other"])
     assert none.exit_code != 0 and "no rows for benchmark 'other'" in none.output
+
+
+def _unboxed(output: str) -> str:
+    """Typer's error box, as one line of text."""
+    return " ".join(output.replace("│", " ").split())
+
+
+def _result(metric, benchmark, scores, human, aspect="Overall"):
+    from dialeval.evaluation import _correlation_rows
+
+    subsets = ["pooled-only"] * len(scores)
+    rows = _correlation_rows(np.asarray(scores, dtype=float), [[h] for h in human], [aspect], subsets,
+                             n_boot=50, seed=0)
+    for r in rows:
+        r.update(metric=metric, benchmark=benchmark)
+    return {"metric": metric, "benchmark": benchmark, "rows": rows, "scores": list(scores),
+            "item_ids": [f"{benchmark}-{i}" for i in range(len(scores))], "human": {aspect: list(human)},
+            "subsets": subsets}
+
+
+def test_report_cells_detail_and_relative_gain(tmp_path):
+    rng = np.random.default_rng(0)
+    human = {b: rng.normal(size=30).tolist() for b in ("fed_turn", "usr_topicalchat")}
+    noise = {b: rng.normal(size=30) for b in human}
+    results = []
+    for metric, scale in (("base", 2.0), ("better", 0.5)):
+        results += [_result(metric, b, (np.asarray(h) + scale * noise[b]).tolist(), h) for b, h in human.items()]
+    results.append(_result("partial", "fed_turn", human["fed_turn"], human["fed_turn"]))
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(results))
+    res = runner.invoke(app, ["report", str(path), "--cells", "fed_turn,usr_topicalchat", "--relative-to", "base",
+                              "--bootstrap", "100"])
+    assert res.exit_code == 0, res.output
+    fed_better = next(r for r in results if r["metric"] == "better" and r["benchmark"] == "fed_turn")["rows"][0]
+    assert (f"| fed_turn:pooled:Overall | better | 30 | {fed_better['pearson_r']:.3f} "
+            f"[{fed_better['pearson_ci_low']:.3f}, {fed_better['pearson_ci_high']:.3f}] | "
+            f"{fed_better['pearson_p']:.1e} |") in res.output
+    gain_lines = {line.split(" | ")[0][2:]: line for line in res.output.splitlines() if line.startswith("| ")}
+    assert "(baseline)" in gain_lines["base"]
+    assert "no result for usr_topicalchat:pooled:Overall" in gain_lines["partial"]
+    gain = float(gain_lines["better"].split(" | ")[-2].split("%")[0])
+    assert gain > 0
+    missing = runner.invoke(app, ["report", str(path), "--cells", "fed_turn,usr_personachat",
+                                  "--relative-to", "base"])
+    assert missing.exit_code != 0 and "no result of metric 'base'" in _unboxed(missing.output)
+    bad = runner.invoke(app, ["report", str(path), "--cells", "fed_turn:pooled:Sweetness"])
+    assert bad.exit_code != 0 and "has no aspect 'Sweetness'" in _unboxed(bad.output)
+    alone = runner.invoke(app, ["report", str(path), "--relative-to", "base"])
+    assert alone.exit_code != 0 and "--relative-to needs --cells" in _unboxed(alone.output)
 
 
 def test_checkpoint_option_is_refused_for_metrics_without_checkpoints(tmp_path):

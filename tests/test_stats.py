@@ -16,6 +16,7 @@ from dialeval.stats import (
     correlate,
     correlate_groups,
     discrimination_accuracy,
+    relative_average_gain,
     williams_test,
 )
 
@@ -290,6 +291,33 @@ def test_compare_metrics_errors_and_constant() -> None:
         compare_metrics(good, poor[:9], human)
     res = compare_metrics(good, np.ones(10), human, n_boot=20)
     assert "scores_b is constant" in res["note"] and math.isnan(res["diff"]) and res["n_boot_used"] == 0
+
+
+def test_relative_average_gain_matches_scipy_means_and_is_paired() -> None:
+    cells = [_three_metrics(n=40, seed=s) for s in (1, 2, 3)]
+    res = relative_average_gain([(g, p, h) for g, p, h in cells], n_boot=200, seed=4)
+
+    def mean_ps(x, h):
+        return (sps.pearsonr(x, h).statistic + sps.spearmanr(x, h).statistic) / 2
+
+    mean_a = np.mean([mean_ps(g, h) for g, _, h in cells])
+    mean_b = np.mean([mean_ps(p, h) for _, p, h in cells])
+    assert (res["mean_a"], res["mean_b"]) == pytest.approx((mean_a, mean_b), rel=1e-12)
+    assert res["gain"] == pytest.approx((mean_a - mean_b) / abs(mean_b))
+    assert [c["n"] for c in res["cells"]] == [40, 40, 40] and res["n_cells"] == 3
+    assert res["ci_low"] < res["gain"] < res["ci_high"] and res["n_boot_used"] == 200
+    assert res["p_bootstrap"] < 0.05
+    assert res == relative_average_gain([(g, p, h) for g, p, h in cells], n_boot=200, seed=4)
+    same = relative_average_gain([(g, g, h) for g, _, h in cells], n_boot=50)
+    assert same["gain"] == 0.0 and same["ci_low"] == same["ci_high"] == 0.0  # paired resamples: no spread
+
+
+def test_relative_average_gain_names_the_bad_cell() -> None:
+    good, poor, human = _three_metrics(n=10)
+    with pytest.raises(ValueError, match=r"cells\[1\]: length mismatch"):
+        relative_average_gain([(good, poor, human), (good, poor[:9], human)])
+    with pytest.raises(ValueError, match="cells is empty"):
+        relative_average_gain([])
 
 
 # ------------------------------------------------------------------------------------------------ discrimination
