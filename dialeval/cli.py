@@ -273,11 +273,26 @@ def list_() -> None:
 train_app = typer.Typer(no_args_is_help=True, help="Train a learned metric (real training is a command, not a test).")
 app.add_typer(train_app, name="train")
 
+# Options every training command shares, declared once.
+OutputDirOption = Annotated[Path, typer.Option(help="Run folder (resumable; best checkpoint in <output-dir>/best).")]
+DataDirOption = Annotated[Optional[Path], typer.Option(help="Data directory.")]
+MaxStepsOption = Annotated[Optional[int], typer.Option(help="Stop after N steps.")]
+DeviceOption = Annotated[Optional[str], typer.Option(help="cpu, cuda... (default: Accelerate picks).")]
+ResumeOption = Annotated[bool, typer.Option(help="Continue an interrupted run in output-dir.")]
+# BERT-RUBER and PONE read the same DailyDialog pairs through the same embedding store.
+RuberPairsOption = Annotated[int, typer.Option(help="Training (context, response) pairs from DailyDialog (0: all).")]
+RuberValPairsOption = Annotated[int, typer.Option(help="Validation pairs (each also gets one random negative).")]
+ContextTurnsOption = Annotated[int, typer.Option(help="Context turns read before the response.")]
+SelectionOption = Annotated[str, typer.Option(help="Checkpoint selection: val_accuracy (higher) or val_loss (lower).")]
+EmbeddingDirOption = Annotated[Optional[Path], typer.Option(help=(
+    "Embedding store folder (default: <output-dir>/embeddings); share one between runs, not concurrently."))]
+ThreadsOption = Annotated[Optional[int], typer.Option(help="torch CPU threads (1 is fastest on a busy machine).")]
+
 
 @train_app.command("grade")
 def train_grade(
-    output_dir: Annotated[Path, typer.Option(help="Run folder (resumable; best checkpoint in <output-dir>/best).")],
-    data_dir: Annotated[Optional[Path], typer.Option(help="Data directory.")] = None,
+    output_dir: OutputDirOption,
+    data_dir: DataDirOption = None,
     max_positives: Annotated[int, typer.Option(help="Training positives sampled from DailyDialog (2 pairs each).")] = 12_000,
     max_val_positives: Annotated[int, typer.Option(help="Validation positives.")] = 500,
     epochs: Annotated[int, typer.Option()] = 1,
@@ -287,13 +302,13 @@ def train_grade(
     trainable_encoder_layers: Annotated[int, typer.Option(help="Top encoder layers fine-tuned.")] = 2,
     max_seq_length: Annotated[int, typer.Option()] = 128,
     eval_every: Annotated[int, typer.Option(help="Validate every N steps.")] = 250,
-    max_steps: Annotated[Optional[int], typer.Option(help="Stop after N steps.")] = None,
+    max_steps: MaxStepsOption = None,
     seed: Annotated[int, typer.Option()] = 71,
     graph: Annotated[bool, typer.Option(help="Graph branch (off: ablation 'no graph').")] = True,
     khop: Annotated[bool, typer.Option(help="k-hop neighbour features (off: ablation).")] = True,
     hop_attention: Annotated[bool, typer.Option(help="1/hop attention scaling (off: ablation).")] = True,
-    device: Annotated[Optional[str], typer.Option(help="cpu, cuda... (default: Accelerate picks).")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue an interrupted run in output-dir.")] = True,
+    device: DeviceOption = None,
+    resume: ResumeOption = True,
 ) -> None:
     """Train GRADE on DailyDialog (lexical + embedding negatives, margin ranking loss)."""
     from .models.grade.train import GradeTrainingOptions, run
@@ -311,8 +326,8 @@ def train_grade(
 
 @train_app.command("dynaeval")
 def train_dynaeval(
-    output_dir: Annotated[Path, typer.Option(help="Run folder (resumable; best checkpoint in <output-dir>/best).")],
-    data_dir: Annotated[Optional[Path], typer.Option(help="Data directory.")] = None,
+    output_dir: OutputDirOption,
+    data_dir: DataDirOption = None,
     max_dialogues: Annotated[int, typer.Option(help="Training dialogues sampled from DailyDialog train (0: all).")] = 0,
     max_val_dialogues: Annotated[int, typer.Option(help="Validation dialogues (0: all).")] = 500,
     max_test_dialogues: Annotated[int, typer.Option(help="Test dialogues for the final report (-1: none, 0: all).")] = 500,
@@ -323,12 +338,12 @@ def train_dynaeval(
     weight_decay: Annotated[float, typer.Option(help="Adam L2 weight decay.")] = 1e-8,
     decay_every: Annotated[Optional[int], typer.Option(help="Steps between learning-rate halvings (default: one epoch).")] = None,
     eval_every: Annotated[Optional[int], typer.Option(help="Validate every N steps (default: once per epoch).")] = None,
-    max_steps: Annotated[Optional[int], typer.Option(help="Stop after N steps.")] = None,
+    max_steps: MaxStepsOption = None,
     window: Annotated[int, typer.Option(help="Graph context window, past and future (-1: whole dialogue).")] = 4,
     seed: Annotated[int, typer.Option()] = 345678,
     threads: Annotated[int, typer.Option(help="torch CPU threads (0: torch's default; 1 is fastest on a busy machine).")] = 1,
-    device: Annotated[Optional[str], typer.Option(help="cpu, cuda... (default: Accelerate picks).")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue an interrupted run in output-dir.")] = True,
+    device: DeviceOption = None,
+    resume: ResumeOption = True,
 ) -> None:
     """Train DynaEval on DailyDialog (utterance replacement + speaker-level shuffling, margin ranking loss)."""
     from .models.dynaeval.train import DynaEvalTrainingOptions, run
@@ -349,28 +364,24 @@ def train_dynaeval(
                f"of {summary['steps']}{test}; checkpoint: {output_dir / 'best'}")
 
 
-_SELECTION_HELP = "Checkpoint selection: val_accuracy (higher) or val_loss (lower)."
-_EMBEDDINGS_HELP = "Embedding store folder (default: <output-dir>/embeddings); share one between runs, not concurrently."
-
-
 @train_app.command("bert-ruber")
 def train_bert_ruber(
-    output_dir: Annotated[Path, typer.Option(help="Run folder (resumable; best checkpoint in <output-dir>/best).")],
-    data_dir: Annotated[Optional[Path], typer.Option(help="Data directory.")] = None,
-    max_positives: Annotated[int, typer.Option(help="Training (context, response) pairs from DailyDialog (0: all).")] = 30_000,
-    max_val_positives: Annotated[int, typer.Option(help="Validation pairs (each also gets one random negative).")] = 1_000,
-    context_turns: Annotated[int, typer.Option(help="Context turns read before the response.")] = 2,
+    output_dir: OutputDirOption,
+    data_dir: DataDirOption = None,
+    max_positives: RuberPairsOption = 30_000,
+    max_val_positives: RuberValPairsOption = 1_000,
+    context_turns: ContextTurnsOption = 2,
     epochs: Annotated[int, typer.Option()] = 20,
     batch_size: Annotated[int, typer.Option(help="Positives per step (plus one negative each).")] = 256,
     lr: Annotated[float, typer.Option("--lr", help="Adam learning rate (constant).")] = 1e-3,
     weight_decay: Annotated[float, typer.Option(help="Adam L2 weight decay.")] = 1e-4,
-    selection: Annotated[str, typer.Option(help=_SELECTION_HELP)] = "val_accuracy",
-    max_steps: Annotated[Optional[int], typer.Option(help="Stop after N steps.")] = None,
-    embedding_dir: Annotated[Optional[Path], typer.Option(help=_EMBEDDINGS_HELP)] = None,
+    selection: SelectionOption = "val_accuracy",
+    max_steps: MaxStepsOption = None,
+    embedding_dir: EmbeddingDirOption = None,
     seed: Annotated[int, typer.Option()] = 11,
-    threads: Annotated[Optional[int], typer.Option(help="torch CPU threads (1 is fastest on a busy machine).")] = None,
-    device: Annotated[Optional[str], typer.Option(help="cpu, cuda... (default: Accelerate picks).")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue an interrupted run in output-dir.")] = True,
+    threads: ThreadsOption = None,
+    device: DeviceOption = None,
+    resume: ResumeOption = True,
 ) -> None:
     """Train BERT-RUBER's unreferenced head on DailyDialog (random negatives, binary cross-entropy)."""
     from .models.ruber.train import BertRuberTrainingOptions, run
@@ -388,11 +399,11 @@ def train_bert_ruber(
 
 @train_app.command("pone")
 def train_pone(
-    output_dir: Annotated[Path, typer.Option(help="Run folder (resumable; best checkpoint in <output-dir>/best).")],
-    data_dir: Annotated[Optional[Path], typer.Option(help="Data directory.")] = None,
-    max_positives: Annotated[int, typer.Option(help="Training (context, response) pairs from DailyDialog (0: all).")] = 30_000,
-    max_val_positives: Annotated[int, typer.Option(help="Validation pairs (each also gets one random negative).")] = 1_000,
-    context_turns: Annotated[int, typer.Option(help="Context turns read before the response.")] = 2,
+    output_dir: OutputDirOption,
+    data_dir: DataDirOption = None,
+    max_positives: RuberPairsOption = 30_000,
+    max_val_positives: RuberValPairsOption = 1_000,
+    context_turns: ContextTurnsOption = 2,
     augment: Annotated[bool, typer.Option(help="Augmented positives, Po (PONE-Po-LF: --no-augment --no-label-filter).")] = True,
     label_filter: Annotated[bool, typer.Option(help="Label filter, LF, in a second stage (PONE-Ne-LF: --no-label-filter --no-weighted-negatives).")] = True,
     weighted_negatives: Annotated[bool, typer.Option(help="Weighted negative sampling, Ne (PONE-Ne: --no-weighted-negatives).")] = True,
@@ -414,13 +425,13 @@ def train_pone(
     fuzzy_process: Annotated[str, typer.Option(help="Label filter: drop fuzzy pairs, or change them to positives.")] = "drop",
     relabel_every: Annotated[int, typer.Option(help="Label filter: epochs between relabelling rounds.")] = 2,
     max_filter_rounds: Annotated[int, typer.Option(help="Label filter: at most N rounds.")] = 5,
-    selection: Annotated[str, typer.Option(help=_SELECTION_HELP)] = "val_accuracy",
+    selection: SelectionOption = "val_accuracy",
     max_steps: Annotated[Optional[int], typer.Option(help="Stop each stage after N steps.")] = None,
-    embedding_dir: Annotated[Optional[Path], typer.Option(help=_EMBEDDINGS_HELP)] = None,
+    embedding_dir: EmbeddingDirOption = None,
     seed: Annotated[int, typer.Option()] = 11,
-    threads: Annotated[Optional[int], typer.Option(help="torch CPU threads (1 is fastest on a busy machine).")] = None,
-    device: Annotated[Optional[str], typer.Option(help="cpu, cuda... (default: Accelerate picks).")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue an interrupted run in output-dir.")] = True,
+    threads: ThreadsOption = None,
+    device: DeviceOption = None,
+    resume: ResumeOption = True,
 ) -> None:
     """Train PONE on DailyDialog: augmented positives, weighted negatives, label filter (flags for the ablations)."""
     from .models.pone.train import PoneTrainingOptions, run
