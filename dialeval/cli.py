@@ -285,7 +285,7 @@ RuberValPairsOption = Annotated[int, typer.Option(help="Validation pairs (each a
 ContextTurnsOption = Annotated[int, typer.Option(help="Context turns read before the response.")]
 SelectionOption = Annotated[str, typer.Option(help="Checkpoint selection: val_accuracy (higher) or val_loss (lower).")]
 EmbeddingDirOption = Annotated[Optional[Path], typer.Option(help=(
-    "Embedding store folder (default: <output-dir>/embeddings); share one between runs, not concurrently."))]
+    "Embedding store folder (default: <output-dir>/embeddings); runs, concurrent ones too, may share one."))]
 ThreadsOption = Annotated[Optional[int], typer.Option(help="torch CPU threads (1 is fastest on a busy machine).")]
 
 

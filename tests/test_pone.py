@@ -553,6 +553,19 @@ def test_embedding_store_appends_chunks_and_resumes(tmp_path):
         again.rows(["never seen"])
 
 
+def test_embedding_store_shared_by_two_writers_keeps_both(tmp_path):
+    from dialeval.models.ruber.embeddings import EmbeddingStore
+
+    first = EmbeddingStore(tmp_path / "s", FakeEncoder(), side="left", chunk_size=2)
+    second = EmbeddingStore(tmp_path / "s", FakeEncoder(), side="left", chunk_size=2)  # opened before any write
+    second.ensure(["aa", "b"], progress_bar=False)
+    stats = first.ensure(["b", "cab"], progress_bar=False)
+    assert stats["encoded"] == 1  # "b" was written by the other store in the meantime
+    assert first.vectors(["aa", "cab"]).tolist() == [[2, 2, 1], [3, 1, 1]]
+    fresh = EmbeddingStore(tmp_path / "s", FakeEncoder(), side="left", chunk_size=2)
+    assert len(fresh) == 3 and fresh.vectors(["aa", "b", "cab"]).tolist() == [[2, 2, 1], [1, 0, 1], [3, 1, 1]]
+
+
 def test_augmentation_cache_resumes_after_a_cut_line(tmp_path):
     from dialeval.models.pone.augmentation import augment_pairs
     from dialeval.models.ruber.data import Pair

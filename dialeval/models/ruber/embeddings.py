@@ -4,6 +4,8 @@ A store folder holds ``meta.json`` (encoder, weights hash, token limit, truncati
 chunks ``chunk_NNNNN.npy`` (float32 ``[n, dim]``) + ``chunk_NNNNN.json`` (their texts). New texts are encoded in
 chunks of ``chunk_size`` and each chunk is written as soon as it is done, so an interrupted run resumes after the
 last finished chunk. A chunk whose text list is missing (interrupted while writing) is ignored and redone.
+Concurrent runs may share a store: :meth:`EmbeddingStore.ensure` holds a file lock (``.lock``) while it writes and
+first reads the chunks other processes finished since, so no chunk number is written twice.
 
 Embeddings come from :class:`dialeval.backbone.Encoder` (masked mean pooling, batch-invariant), the same code the
 scorers use, so a training embedding equals the scoring embedding of the same text bit for bit.
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from filelock import FileLock
 
 from ...backbone import Encoder
 
@@ -84,6 +87,11 @@ class EmbeddingStore:
 
     def ensure(self, texts: Sequence[str], *, progress_bar: bool | None = None, desc: str = "") -> dict:
         """Encode (and write) the texts not stored yet; returns counts and seconds."""
+        with FileLock(str(self.folder / ".lock")):
+            self._load()  # chunks written by other processes since this store was opened
+            return self._encode_missing(texts, progress_bar=progress_bar, desc=desc)
+
+    def _encode_missing(self, texts: Sequence[str], *, progress_bar: bool | None, desc: str) -> dict:
         missing = list(dict.fromkeys(t for t in texts if t not in self.index))
         start = time.perf_counter()
         for begin in range(0, len(missing), self.chunk_size):
