@@ -431,10 +431,15 @@ def relative_average_gain(
         except InputError as err:
             raise InputError(f"cells[{i}]: {err}") from None
         per_cell.append({"n": len(h), "a": _mean_pearson_spearman(a, h), "b": _mean_pearson_spearman(b, h)})
-        idx = rng.integers(0, len(h), size=(n_boot, len(h)))
-        hb = h[idx]
-        reps_a.append((_pearson_rows(a[idx], hb) + _spearman_rows(a[idx], hb)) / 2.0)
-        reps_b.append((_pearson_rows(b[idx], hb) + _spearman_rows(b[idx], hb)) / 2.0)
+        block = max(1, _BLOCK_ELEMENTS // len(h))
+        cell_a, cell_b = [np.zeros(0)], [np.zeros(0)]
+        for start in range(0, n_boot, block):
+            idx = rng.integers(0, len(h), size=(min(block, n_boot - start), len(h)))
+            hb = h[idx]
+            cell_a.append((_pearson_rows(a[idx], hb) + _spearman_rows(a[idx], hb)) / 2.0)
+            cell_b.append((_pearson_rows(b[idx], hb) + _spearman_rows(b[idx], hb)) / 2.0)
+        reps_a.append(np.concatenate(cell_a))
+        reps_b.append(np.concatenate(cell_b))
     mean_a = float(np.mean([c["a"] for c in per_cell]))
     mean_b = float(np.mean([c["b"] for c in per_cell]))
     with np.errstate(invalid="ignore", divide="ignore"):
