@@ -69,6 +69,13 @@ def parse_cells(spec: str) -> list[Cell]:
 
 
 def _metrics_in_order(results: list[dict[str, Any]]) -> list[str]:
+    seen: set[tuple[str, str]] = set()
+    for res in results:
+        key = (res["metric"], res["benchmark"])
+        if key in seen:
+            raise ValueError(f"metric {key[0]!r} has two results for {key[1]} in the given files; "
+                             "pass one, or name the runs apart with `dialeval benchmark --label`")
+        seen.add(key)
     return list(dict.fromkeys(res["metric"] for res in results))
 
 

@@ -153,6 +153,10 @@ def test_report_cells_detail_and_relative_gain(tmp_path):
     assert missing.exit_code != 0 and "no result of metric 'base'" in _unboxed(missing.output)
     bad = runner.invoke(app, ["report", str(path), "--cells", "fed_turn:pooled:Sweetness"])
     assert bad.exit_code != 0 and "has no aspect 'Sweetness'" in _unboxed(bad.output)
+    twice = tmp_path / "twice.json"
+    twice.write_text(json.dumps(results[:1]))
+    dup = runner.invoke(app, ["report", str(path), str(twice), "--cells", "fed_turn"])
+    assert dup.exit_code != 0 and "metric 'base' has two results for fed_turn" in _unboxed(dup.output)
     alone = runner.invoke(app, ["report", str(path), "--relative-to", "base"])
     assert alone.exit_code != 0 and "--relative-to needs --cells" in _unboxed(alone.output)
 
