@@ -52,16 +52,47 @@ def _column(rows: list[dict], key: str, *aliases: str) -> list | None:
 
 
 CHECKPOINT_HELP = "Learned metrics only: a checkpoint folder or training run folder (default: the shipped one)."
+OPTION_HELP = ("A scorer setting KEY=VALUE, repeatable (e.g. turn_score=delta for dynaeval, hybrid=max for "
+               "bert_ruber); VALUE is read as JSON when it parses (numbers, true, null), else as text.")
 
 
-def _load(metric: str, *, device: str | None, checkpoint: str | None):
+def _scorer_options(metric: str, options: list[str] | None) -> dict:
+    """``KEY=VALUE`` strings -> scorer keyword arguments, each key checked against the scorer's signature."""
+    from .registry import scorer_class
+
+    settable = [p for p in inspect.signature(scorer_class(metric).__init__).parameters
+                if p not in ("self", "device", "checkpoint")]
+    parsed: dict = {}
+    for option in options or []:
+        key, sep, text = option.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{option!r} is not KEY=VALUE", param_hint="--option")
+        if key not in settable:
+            raise typer.BadParameter(f"metric '{metric}' has no setting {key!r}; settings: "
+                                     f"{', '.join(settable) or '(none)'}", param_hint="--option")
+        if key in parsed:
+            raise typer.BadParameter(f"{key!r} is given twice", param_hint="--option")
+        try:
+            parsed[key] = json.loads(text)
+        except json.JSONDecodeError:
+            parsed[key] = text
+    return parsed
+
+
+def _load(metric: str, *, device: str | None, checkpoint: str | None, options: list[str] | None = None):
     from .registry import load_scorer, scorer_class
 
-    if checkpoint is None:
-        return load_scorer(metric, device=device)
-    if "checkpoint" not in inspect.signature(scorer_class(metric).__init__).parameters:
-        raise typer.BadParameter(f"metric '{metric}' has no checkpoint to choose", param_hint="--checkpoint")
-    return load_scorer(metric, device=device, checkpoint=checkpoint)
+    kwargs = _scorer_options(metric, options)
+    if checkpoint is not None:
+        if "checkpoint" not in inspect.signature(scorer_class(metric).__init__).parameters:
+            raise typer.BadParameter(f"metric '{metric}' has no checkpoint to choose", param_hint="--checkpoint")
+        kwargs["checkpoint"] = checkpoint
+    if not options:
+        return load_scorer(metric, device=device, **kwargs)
+    try:
+        return load_scorer(metric, device=device, **kwargs)
+    except ValueError as err:  # a setting the scorer refuses (e.g. an unknown turn_score)
+        raise typer.BadParameter(str(err), param_hint="--option") from None
 
 
 @app.command()
@@ -73,12 +104,13 @@ def score(
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, mps... (default: Accelerate picks).")] = None,
     turn_separator: Annotated[Optional[str], typer.Option(help="CSV only: split context/dialogue cells into turns.")] = None,
     checkpoint: Annotated[Optional[str], typer.Option(help=CHECKPOINT_HELP)] = None,
+    option: Annotated[Optional[list[str]], typer.Option(help=OPTION_HELP)] = None,
 ) -> None:
     """Score a file of context-response pairs (or whole dialogues) and print the system score."""
     from .schema import InputError
 
     rows = _read_rows(input, turn_separator)
-    scorer = _load(metric, device=device, checkpoint=checkpoint)
+    scorer = _load(metric, device=device, checkpoint=checkpoint, options=option)
     try:
         dialogues = _column(rows, "dialogue")
         if dialogues is not None:
@@ -135,6 +167,7 @@ def benchmark(
     plot: Annotated[bool, typer.Option(help="Save a metric-vs-human scatter plot per benchmark.")] = True,
     checkpoint: Annotated[Optional[str], typer.Option(help=CHECKPOINT_HELP)] = None,
     label: Annotated[Optional[str], typer.Option(help="Name the metric in tables and files (e.g. an ablation).")] = None,
+    option: Annotated[Optional[list[str]], typer.Option(help=OPTION_HELP)] = None,
 ) -> None:
     """Correlate metrics with human judgements: prints a table, writes JSON, CSV and scatter plots."""
     from .benchmarks import benchmark_info, benchmark_names, expand_benchmark
@@ -142,8 +175,8 @@ def benchmark(
     from .registry import BASELINES
 
     metrics = list(BASELINES) if metric == ALL_BASELINES else [m.strip() for m in metric.split(",") if m.strip()]
-    if (checkpoint or label) and len(metrics) != 1:
-        raise typer.BadParameter("--checkpoint and --label need exactly one metric", param_hint="--metric")
+    if (checkpoint or label or option) and len(metrics) != 1:
+        raise typer.BadParameter("--checkpoint, --label and --option need exactly one metric", param_hint="--metric")
     if benchmark == ALL_BENCHMARKS:
         names = [n for n in benchmark_names() if benchmark_info(n).kind != "corpus"]
     else:
@@ -151,7 +184,7 @@ def benchmark(
     output_dir.mkdir(parents=True, exist_ok=True)
     results, skipped = [], []
     for m in metrics:
-        scorer = _load(m, device=device, checkpoint=checkpoint)
+        scorer = _load(m, device=device, checkpoint=checkpoint, options=option)
         if label:
             scorer.name = label
         for name in names:

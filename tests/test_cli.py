@@ -161,6 +161,25 @@ def test_report_cells_detail_and_relative_gain(tmp_path):
     assert alone.exit_code != 0 and "--relative-to needs --cells" in _unboxed(alone.output)
 
 
+def test_scorer_option_reaches_the_scorer_and_its_signature(tmp_path):
+    base = runner.invoke(app, ["score", "--metric", "dynaeval", "--input", str(EXAMPLES)])
+    delta = runner.invoke(app, ["score", "--metric", "dynaeval", "--input", str(EXAMPLES),
+                                "--option", "turn_score=delta"])
+    assert base.exit_code == 0 and delta.exit_code == 0, base.output + delta.output
+    assert "turn_score:dialogue" in base.output and "turn_score:delta" in delta.output
+    assert base.output.splitlines()[:10] != delta.output.splitlines()[:10]  # other per-turn scores
+    for options, message in ((["x=1"], "metric 'dynaeval' has no setting 'x'; settings: turn_score"),
+                             (["turn_score"], "'turn_score' is not KEY=VALUE"),
+                             (["turn_score=delta", "turn_score=delta"], "'turn_score' is given twice"),
+                             (["turn_score=sideways"], "turn_score must be one of")):
+        args = ["score", "--metric", "dynaeval", "--input", str(EXAMPLES)]
+        res = runner.invoke(app, args + [a for o in options for a in ("--option", o)])
+        assert res.exit_code != 0 and message in _unboxed(res.output), (options, res.output)
+    two = runner.invoke(app, ["benchmark", "--metric", "bleu4,rougeL", "--benchmark", "fed_turn",
+                              "--option", "x=1"])
+    assert two.exit_code != 0 and "need exactly one metric" in _unboxed(two.output)
+
+
 def test_checkpoint_option_is_refused_for_metrics_without_checkpoints(tmp_path):
     inp = tmp_path / "in.jsonl"
     inp.write_text(json.dumps({"context": ["hi"], "response": "hello"}) + "\n")
