@@ -68,39 +68,42 @@ def parse_cells(spec: str) -> list[Cell]:
     return cells
 
 
-def _metrics_in_order(results: list[dict[str, Any]]) -> list[str]:
-    seen: set[tuple[str, str]] = set()
+Results = dict[tuple[str, str], dict[str, Any]]
+
+
+def index_results(results: list[dict[str, Any]]) -> Results:
+    """``(metric, benchmark) -> result``, in file order; two results of one metric on one benchmark are an error."""
+    index: Results = {}
     for res in results:
         key = (res["metric"], res["benchmark"])
-        if key in seen:
+        if key in index:
             raise ValueError(f"metric {key[0]!r} has two results for {key[1]} in the given files; "
                              "pass one, or name the runs apart with `dialeval benchmark --label`")
-        seen.add(key)
-    return list(dict.fromkeys(res["metric"] for res in results))
+        index[key] = res
+    return index
 
 
-def _row(results: list[dict[str, Any]], metric: str, cell: Cell) -> dict[str, Any] | None:
-    for res in results:
-        if res["metric"] != metric or res["benchmark"] != cell.benchmark:
-            continue
-        for r in res["rows"]:
-            if r["subset"] == cell.subset and r["aspect"] == cell.aspect:
-                return r
-    return None
+def _metrics(index: Results) -> list[str]:
+    return list(dict.fromkeys(metric for metric, _ in index))
 
 
-def cell_items(results: list[dict[str, Any]], metric: str, cell: Cell) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _row(index: Results, metric: str, cell: Cell) -> dict[str, Any] | None:
+    rows = index[(metric, cell.benchmark)]["rows"] if (metric, cell.benchmark) in index else []
+    return next((r for r in rows if r["subset"] == cell.subset and r["aspect"] == cell.aspect), None)
+
+
+def cell_items(index: Results, metric: str, cell: Cell) -> tuple[list[str], np.ndarray, np.ndarray]:
     """``(item_ids, scores, human)`` of ``metric`` in ``cell``, items without a human rating left out."""
-    for res in results:
-        if res["metric"] == metric and res["benchmark"] == cell.benchmark and cell.aspect in res.get("human", {}):
-            human = res["human"][cell.aspect]
-            keep = [i for i, (s, h) in enumerate(zip(res["subsets"], human))
-                    if h is not None and (cell.subset == "pooled" or s == cell.subset)]
-            if not keep:
-                raise ValueError(f"cell {cell}: metric {metric!r} has no rated items in subset {cell.subset!r}")
-            return ([res["item_ids"][i] for i in keep], np.asarray([res["scores"][i] for i in keep], dtype=float),
-                    np.asarray([human[i] for i in keep], dtype=float))
-    raise ValueError(f"cell {cell}: no result of metric {metric!r} with aspect {cell.aspect!r} in the given files")
+    res = index.get((metric, cell.benchmark))
+    if res is None or cell.aspect not in res.get("human", {}):
+        raise ValueError(f"cell {cell}: no result of metric {metric!r} with aspect {cell.aspect!r} in the given files")
+    human = res["human"][cell.aspect]
+    keep = [i for i, (s, h) in enumerate(zip(res["subsets"], human))
+            if h is not None and (cell.subset == "pooled" or s == cell.subset)]
+    if not keep:
+        raise ValueError(f"cell {cell}: metric {metric!r} has no rated items in subset {cell.subset!r}")
+    return ([res["item_ids"][i] for i in keep], np.asarray([res["scores"][i] for i in keep], dtype=float),
+            np.asarray([human[i] for i in keep], dtype=float))
 
 
 def _cell_fmt(r: dict[str, Any], coefficient: str) -> tuple[str, str]:
@@ -108,12 +111,12 @@ def _cell_fmt(r: dict[str, Any], coefficient: str) -> tuple[str, str]:
     return value, f"{r[f'{coefficient}_p']:.1e}"
 
 
-def detail_table(results: list[dict[str, Any]], cells: list[Cell]) -> str:
+def detail_table(index: Results, cells: list[Cell]) -> str:
     """Markdown: one line per (cell, metric) with n, Pearson [95% CI], p, Spearman [95% CI], p."""
     lines = ["| set | metric | n | Pearson [95% CI] | p | Spearman [95% CI] | p |", "|---|---|---|---|---|---|---|"]
     for cell in cells:
-        for metric in _metrics_in_order(results):
-            r = _row(results, metric, cell)
+        for metric in _metrics(index):
+            r = _row(index, metric, cell)
             if r is None:
                 continue
             (pv, pp), (sv, sp) = _cell_fmt(r, "pearson"), _cell_fmt(r, "spearman")
@@ -123,7 +126,7 @@ def detail_table(results: list[dict[str, Any]], cells: list[Cell]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def relative_gain_table(results: list[dict[str, Any]], cells: list[Cell], baseline: str, *,
+def relative_gain_table(index: Results, cells: list[Cell], baseline: str, *,
                         n_boot: int = 1000, seed: int = 0) -> str:
     """Markdown: per metric, (Pearson + Spearman) / 2 in each cell, their mean, and the gain over ``baseline``.
 
@@ -131,18 +134,18 @@ def relative_gain_table(results: list[dict[str, Any]], cells: list[Cell], baseli
     same items as the baseline (checked by item id); a metric without a result for some cell gets a row that
     names the missing cells instead of an average over fewer sets.
     """
-    base = {cell: cell_items(results, baseline, cell) for cell in cells}
+    base = {cell: cell_items(index, baseline, cell) for cell in cells}
     head = ["metric"] + [str(c) for c in cells] + ["mean", f"gain vs {baseline} [95% CI]", "p (gain <= 0)"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---|" * (len(head) - 1)]
-    for metric in _metrics_in_order(results):
-        missing = [str(c) for c in cells if _row(results, metric, c) is None]
+    for metric in _metrics(index):
+        missing = [str(c) for c in cells if _row(index, metric, c) is None]
         if missing:
             blanks = " | ".join([""] * (len(head) - 2))
             lines.append(f"| {metric} | {blanks} | no result for {', '.join(missing)} |")
             continue
         triples = []
         for cell in cells:
-            ids, scores, human = cell_items(results, metric, cell)
+            ids, scores, human = cell_items(index, metric, cell)
             base_ids, base_scores, _ = base[cell]
             if ids != base_ids:
                 raise ValueError(f"cell {cell}: metric {metric!r} and baseline {baseline!r} were scored on "

@@ -56,12 +56,9 @@ OPTION_HELP = ("A scorer setting KEY=VALUE, repeatable (e.g. turn_score=delta fo
                "bert_ruber); VALUE is read as JSON when it parses (numbers, true, null), else as text.")
 
 
-def _scorer_options(metric: str, options: list[str] | None) -> dict:
-    """``KEY=VALUE`` strings -> scorer keyword arguments, each key checked against the scorer's signature."""
-    from .registry import scorer_class
-
-    settable = [p for p in inspect.signature(scorer_class(metric).__init__).parameters
-                if p not in ("self", "device", "checkpoint")]
+def _scorer_options(metric: str, options: list[str] | None, parameters: list[str]) -> dict:
+    """``KEY=VALUE`` strings -> scorer keyword arguments, each key one of the scorer's ``parameters``."""
+    settable = [p for p in parameters if p not in ("self", "device", "checkpoint")]
     parsed: dict = {}
     for option in options or []:
         key, sep, text = option.partition("=")
@@ -82,17 +79,18 @@ def _scorer_options(metric: str, options: list[str] | None) -> dict:
 def _load(metric: str, *, device: str | None, checkpoint: str | None, options: list[str] | None = None):
     from .registry import load_scorer, scorer_class
 
-    kwargs = _scorer_options(metric, options)
+    parameters = list(inspect.signature(scorer_class(metric).__init__).parameters)
+    kwargs = _scorer_options(metric, options, parameters)
     if checkpoint is not None:
-        if "checkpoint" not in inspect.signature(scorer_class(metric).__init__).parameters:
+        if "checkpoint" not in parameters:
             raise typer.BadParameter(f"metric '{metric}' has no checkpoint to choose", param_hint="--checkpoint")
         kwargs["checkpoint"] = checkpoint
-    if not options:
-        return load_scorer(metric, device=device, **kwargs)
     try:
         return load_scorer(metric, device=device, **kwargs)
-    except ValueError as err:  # a setting the scorer refuses (e.g. an unknown turn_score)
-        raise typer.BadParameter(str(err), param_hint="--option") from None
+    except ValueError as err:
+        if not options:
+            raise
+        raise typer.BadParameter(str(err), param_hint="--option") from None  # a setting the scorer refuses
 
 
 @app.command()
@@ -238,13 +236,13 @@ def report(
     if relative_to and not cells:
         raise typer.BadParameter("--relative-to needs --cells (the sets the average runs over)")
     if cells:
-        from .cell_report import detail_table, parse_cells, relative_gain_table
+        from .cell_report import detail_table, index_results, parse_cells, relative_gain_table
 
         try:
-            chosen = parse_cells(cells)
-            typer.echo(detail_table(loaded, chosen))
+            chosen, index = parse_cells(cells), index_results(loaded)
+            typer.echo(detail_table(index, chosen))
             if relative_to:
-                typer.echo(relative_gain_table(loaded, chosen, relative_to, n_boot=bootstrap, seed=seed))
+                typer.echo(relative_gain_table(index, chosen, relative_to, n_boot=bootstrap, seed=seed))
         except (KeyError, ValueError) as err:
             raise typer.BadParameter(str(err).strip("'\"")) from None
         return

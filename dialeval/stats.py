@@ -112,8 +112,11 @@ def _constant_note(**named: np.ndarray) -> str | None:
 # --------------------------------------------------------------------------------------------------- bootstrap
 
 
-def _bootstrap(arrays: Sequence[np.ndarray], statistic: Statistic, n_boot: int, seed: int | None) -> np.ndarray:
+def _bootstrap(arrays: Sequence[np.ndarray], statistic: Statistic, n_boot: int,
+               seed: int | None | np.random.Generator) -> np.ndarray:
     """Replicates of ``statistic`` over ``n_boot`` resamples (with replacement) of the rows of ``arrays``.
+
+    ``seed`` may be a ``numpy.random.Generator``, used as is, so that several calls draw from one stream.
 
     ``statistic`` receives each array resampled to shape ``(B, len, ...)`` (one resample per row, all arrays
     indexed alike) and returns shape ``(B, k)``, NaN where undefined. Returns shape ``(n_boot, k)``.
@@ -399,6 +402,12 @@ def _mean_pearson_spearman(x: np.ndarray, y: np.ndarray) -> float:
     return (_scipy_corr("pearson", x, y)[0] + _scipy_corr("spearman", x, y)[0]) / 2.0
 
 
+def _mean_pearson_spearman_rows(a: np.ndarray, b: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Per resample row: ``[(P + S) / 2 of a with h, (P + S) / 2 of b with h]``, shape ``(B, 2)``."""
+    return np.stack([_pearson_rows(a, h) + _spearman_rows(a, h), _pearson_rows(b, h) + _spearman_rows(b, h)],
+                    axis=1) / 2.0
+
+
 def relative_average_gain(
     cells: Sequence[tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]],
     *,
@@ -431,15 +440,9 @@ def relative_average_gain(
         except InputError as err:
             raise InputError(f"cells[{i}]: {err}") from None
         per_cell.append({"n": len(h), "a": _mean_pearson_spearman(a, h), "b": _mean_pearson_spearman(b, h)})
-        block = max(1, _BLOCK_ELEMENTS // len(h))
-        cell_a, cell_b = [np.zeros(0)], [np.zeros(0)]
-        for start in range(0, n_boot, block):
-            idx = rng.integers(0, len(h), size=(min(block, n_boot - start), len(h)))
-            hb = h[idx]
-            cell_a.append((_pearson_rows(a[idx], hb) + _spearman_rows(a[idx], hb)) / 2.0)
-            cell_b.append((_pearson_rows(b[idx], hb) + _spearman_rows(b[idx], hb)) / 2.0)
-        reps_a.append(np.concatenate(cell_a))
-        reps_b.append(np.concatenate(cell_b))
+        reps = _bootstrap([a, b, h], _mean_pearson_spearman_rows, n_boot, rng)
+        reps_a.append(reps[:, 0])
+        reps_b.append(reps[:, 1])
     mean_a = float(np.mean([c["a"] for c in per_cell]))
     mean_b = float(np.mean([c["b"] for c in per_cell]))
     with np.errstate(invalid="ignore", divide="ignore"):
