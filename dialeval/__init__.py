@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .registry import available_metrics, load_scorer
+from .scoring.registry import available_metrics, load_scorer
 from .schema import InputError
 from .scoring import Scorer, ScoreOutput
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..batching import progress
+from ..backbone.batching import progress
 from ..schema import ScoringItem
 from ..scoring import Scorer
 from .common import dist_version

@@ -73,7 +73,7 @@ class BertRuber(evaluate.Metric):
         )
 
     def _download_and_prepare(self, dl_manager):
-        from dialeval.models.ruber.scorer import BertRuberScorer
+        from dialeval.metrics.bert_ruber.scorer import BertRuberScorer
 
         self._scorer = BertRuberScorer(checkpoint=self.config_name)
 

@@ -62,7 +62,7 @@ class DynaEval(evaluate.Metric):
         )
 
     def _download_and_prepare(self, dl_manager):
-        from dialeval.models.dynaeval.scorer import DynaEvalScorer
+        from dialeval.metrics.dynaeval.scorer import DynaEvalScorer
 
         self._scorer = DynaEvalScorer(checkpoint=self.config_name)
 

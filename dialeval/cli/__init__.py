@@ -1,0 +1,5 @@
+"""The ``dialeval`` command line."""
+
+from .app import app, main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,10 @@
+"""BERT-RUBER (Ghazarian et al., 2019): RUBER's unreferenced / referenced / hybrid scores on frozen BERT-style
+sentence embeddings (here the bundled all-MiniLM-L6-v2).
+
+- :mod:`.data` -- (context, response) pairs from DailyDialog, response ids, uniform negatives;
+- :mod:`.embeddings` -- the run folder's text -> embedding store (the frozen encoder runs once per text);
+- :mod:`.train` -- head training on cached embeddings (shared with PONE) and ``dialeval train bert-ruber``;
+- :mod:`.scorer` -- ``load_scorer("bert_ruber")`` (hybrid, needs references) and ``"bert_ruber_unref"``.
+
+The model code is :mod:`dialeval.modeling.bert_ruber` (``BertRuberConfig`` / ``BertRuberModel``).
+"""

@@ -1,0 +1,279 @@
+"""Training the RUBER-style heads on cached embeddings, and BERT-RUBER's recipe: ``dialeval train bert-ruber``.
+
+Shared by BERT-RUBER and PONE (:mod:`dialeval.metrics.pone.train`):
+
+1. pairs from DailyDialog train / validation (:mod:`.data`), subsampled to ``max_positives`` /
+   ``max_val_positives`` with the seed;
+2. every context and response text is encoded once by the frozen encoder and stored in the run folder
+   (``embeddings/contexts``, ``embeddings/responses``; :class:`~.embeddings.EmbeddingStore`), so training only runs
+   the head. ``embedding_dir`` points several runs at one store (e.g. PONE after BERT-RUBER: the pairs are the same
+   for the same seed and sizes, so only the augmented responses are new); runs must not write it at the same time;
+3. the shared loop (:func:`dialeval.training.train`): Adam (L2 weight decay), constant learning rate, gradient
+   clipping, validation once per epoch by default, best checkpoint by validation accuracy (or loss), resumable.
+
+Validation: each validation positive with one negative response drawn uniformly from the other validation
+responses (fixed by the seed); loss = binary cross-entropy, accuracy = share of the 2n pairs on the right side of 0.5.
+
+BERT-RUBER (Ghazarian et al., 2019, as trained in PONE's code, mode ``origin``): each batch holds ``batch_size``
+positives and one uniformly sampled negative response per positive; binary cross-entropy; Adam lr 1e-3, weight decay
+1e-4, gradient clipping 10, batch 256 + 256.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ...backbone import Encoder, encoder_name
+from ...training import TrainingArguments, TrainingResult, train
+from .data import Pair, context_text, dailydialog_pairs, response_ids, uniform_negatives
+from ...backbone.store import EmbeddingStore
+
+SELECTION_KEYS = {"val_accuracy": True, "val_loss": False}  # key -> greater is better
+
+
+@dataclass
+class HeadTrainingOptions:
+    output_dir: str
+    data_dir: str | None = None
+    max_positives: int | None = 30_000
+    max_val_positives: int = 1_000
+    context_turns: int = 2
+    epochs: int = 20
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-4
+    max_grad_norm: float = 10.0
+    eval_every: int | None = None  # None: once per epoch
+    max_steps: int | None = None
+    selection: str = "val_accuracy"
+    activation: str | None = None  # None: the config's default
+    dropout: float | None = None  # None: the config's default
+    seed: int = 11
+    encode_batch_size: int = 64
+    embedding_dir: str | None = None  # None: <output_dir>/embeddings (another run's folder can be shared)
+    num_threads: int | None = None
+    device: str | None = None
+    resume: bool = True
+    progress_bar: bool | None = None
+
+    def check(self) -> None:
+        if self.selection not in SELECTION_KEYS:
+            raise ValueError(f"selection must be one of {sorted(SELECTION_KEYS)}, got {self.selection!r}")
+        for name in ("epochs", "batch_size", "max_val_positives", "context_turns"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+BertRuberTrainingOptions = HeadTrainingOptions
+
+
+@dataclass
+class HeadData:
+    """Embedding arrays for head training: train positives, the negative pool, the validation set."""
+
+    train_pairs: list[Pair]
+    train_context: np.ndarray  # [N, d]: context embedding of each training pair
+    train_gold: np.ndarray  # [N]: id of each pair's response in the pool
+    pool: np.ndarray  # [U, d]: embeddings of the distinct training responses
+    pool_texts: list[str]
+    val_context: np.ndarray  # [2n, d]
+    val_response: np.ndarray  # [2n, d]
+    val_labels: np.ndarray  # [2n] float32, n ones then n zeros
+
+    @property
+    def dim(self) -> int:
+        return int(self.pool.shape[1])
+
+
+class RunEmbeddings:
+    """The two embedding stores of a run folder: contexts (cut from the left) and responses (cut from the right)."""
+
+    def __init__(self, folder: Path, encoder: Encoder, *, batch_size: int = 64) -> None:
+        self.contexts = EmbeddingStore(folder / "contexts", encoder, side="left", batch_size=batch_size)
+        self.responses = EmbeddingStore(folder / "responses", encoder, side="right", batch_size=batch_size)
+        self.stats: dict[str, Any] = {}
+
+    def encode(self, contexts: Sequence[str], responses: Sequence[str], *, progress_bar: bool | None = None) -> None:
+        self.stats["contexts"] = self.contexts.ensure(contexts, progress_bar=progress_bar, desc="context")
+        self.stats["responses"] = self.responses.ensure(responses, progress_bar=progress_bar, desc="response")
+
+
+def build_head_data(train_pairs: list[Pair], val_pairs: list[Pair], emb: RunEmbeddings, *, context_turns: int,
+                    seed: int) -> HeadData:
+    """Arrays for training (texts must already be encoded)."""
+    gold, pool_texts = response_ids(train_pairs)
+    val_gold, val_pool = response_ids(val_pairs)
+    val_neg = uniform_negatives(val_gold, len(val_pool), np.random.default_rng([seed, 7919]))
+    val_ctx = emb.contexts.vectors([context_text(p.context, context_turns) for p in val_pairs])
+    val_pool_vectors = emb.responses.vectors(val_pool)
+    return HeadData(
+        train_pairs=train_pairs,
+        train_context=emb.contexts.vectors([context_text(p.context, context_turns) for p in train_pairs]),
+        train_gold=gold,
+        pool=emb.responses.vectors(pool_texts),
+        pool_texts=pool_texts,
+        val_context=np.concatenate([val_ctx, val_ctx]),
+        val_response=np.concatenate([val_pool_vectors[val_gold], val_pool_vectors[val_neg]]),
+        val_labels=np.concatenate([np.ones(len(val_pairs)), np.zeros(len(val_pairs))]).astype(np.float32),
+    )
+
+
+def load_pairs(opts: HeadTrainingOptions) -> tuple[list[Pair], list[Pair]]:
+    train_pairs = dailydialog_pairs("train", context_turns=opts.context_turns, limit=opts.max_positives,
+                                    seed=opts.seed, data_dir=opts.data_dir)
+    val_pairs = dailydialog_pairs("validation", context_turns=opts.context_turns, limit=opts.max_val_positives,
+                                  seed=opts.seed, data_dir=opts.data_dir)
+    return train_pairs, val_pairs
+
+
+def pair_texts(pairs: Sequence[Pair], context_turns: int) -> tuple[list[str], list[str]]:
+    return [context_text(p.context, context_turns) for p in pairs], [p.response for p in pairs]
+
+
+def batch_dict(context: np.ndarray, response: np.ndarray, labels: np.ndarray) -> dict[str, torch.Tensor]:
+    return {"context": torch.from_numpy(np.ascontiguousarray(context, dtype=np.float32)),
+            "response": torch.from_numpy(np.ascontiguousarray(response, dtype=np.float32)),
+            "labels": torch.from_numpy(np.ascontiguousarray(labels, dtype=np.float32))}
+
+
+def bce_loss(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    device = next(model.parameters()).device
+    return model(context_embeds=batch["context"].to(device), response_embeds=batch["response"].to(device),
+                 labels=batch["labels"].to(device)).loss
+
+
+@torch.inference_mode()
+def head_scores(model, context: np.ndarray, response: np.ndarray, *, chunk: int = 4096) -> np.ndarray:
+    """Scores of many (context, response) embedding pairs with the model in eval mode (float64 array)."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, len(context), chunk):
+        c = torch.from_numpy(np.ascontiguousarray(context[start:start + chunk], dtype=np.float32)).to(device)
+        r = torch.from_numpy(np.ascontiguousarray(response[start:start + chunk], dtype=np.float32)).to(device)
+        out.append(model(context_embeds=c, response_embeds=r).score.double().cpu().numpy())
+    model.train(was_training)
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def evaluate_head(model, data: HeadData) -> dict[str, float]:
+    scores = head_scores(model, data.val_context, data.val_response)
+    labels = data.val_labels.astype(np.float64)
+    eps = 1e-12
+    loss = -np.mean(labels * np.log(np.clip(scores, eps, 1)) + (1 - labels) * np.log(np.clip(1 - scores, eps, 1)))
+    accuracy = np.mean((scores >= 0.5) == (labels == 1))
+    return {"val_loss": float(loss), "val_accuracy": float(accuracy)}
+
+
+def build_model(config_cls, model_cls, data_dim: int, opts: HeadTrainingOptions, encoder: Encoder, recipe: str):
+    kwargs: dict[str, Any] = {}
+    if opts.activation is not None:
+        kwargs["activation"] = opts.activation
+    if opts.dropout is not None:
+        kwargs["dropout"] = opts.dropout
+    config = config_cls(embedding_dim=data_dim, context_turns=opts.context_turns,
+                        encoder=encoder_name(encoder.name_or_path),
+                        encoder_max_length=encoder.max_length, training_recipe=recipe, **kwargs)
+    torch.manual_seed(opts.seed)
+    return model_cls(config)
+
+
+def save_checkpoint(model, path: Path) -> None:
+    if path.exists():
+        shutil.rmtree(path)
+    model.save_pretrained(path)
+
+
+def train_head(model, opts: HeadTrainingOptions, *, out: Path, data: HeadData,
+               epoch_batches: Callable[[int], Iterable[dict]], steps_per_epoch: int, epochs: int,
+               learning_rate: float, weight_decay: float, extra: dict | None = None) -> TrainingResult:
+    """The shared loop with the heads' settings: Adam, constant learning rate, BCE, validation per epoch."""
+    if steps_per_epoch < 1:
+        raise ValueError(f"fewer training positives than one batch of {opts.batch_size}: lower --batch-size or "
+                         "raise --max-positives")
+    args = TrainingArguments(
+        output_dir=str(out), seed=opts.seed, epochs=epochs, learning_rate=learning_rate,
+        weight_decay=weight_decay, max_grad_norm=opts.max_grad_norm, warmup_ratio=0.0,
+        eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
+        max_steps=opts.max_steps, device=opts.device, optimizer="adam", lr_schedule="step",
+        step_decay_gamma=1.0, extra={**asdict(opts), **(extra or {})},
+    )
+    return train(model, args=args, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch, loss_fn=bce_loss,
+                 evaluate_fn=lambda m: evaluate_head(m, data), save_best=save_checkpoint,
+                 selection_key=opts.selection, greater_is_better=SELECTION_KEYS[opts.selection],
+                 resume=opts.resume)
+
+
+def positive_negative_batches(data: HeadData, *, context: np.ndarray, response: np.ndarray, gold: np.ndarray,
+                              batch_size: int, seed: int, negatives: Callable[[np.ndarray, np.random.Generator, int],
+                                                                               np.ndarray]):
+    """``epoch_batches`` for "each positive + one sampled negative": positives are rows of ``context`` /
+    ``response`` whose owner gold response id is ``gold``; ``negatives(gold_ids, rng, epoch)`` returns pool ids."""
+    n = len(context)
+    steps = n // batch_size
+
+    def epoch_batches(epoch: int):
+        order = np.random.default_rng([seed, epoch]).permutation(n)
+        ones, zeros = np.ones(batch_size, dtype=np.float32), np.zeros(batch_size, dtype=np.float32)
+        for b in range(steps):
+            idx = order[b * batch_size:(b + 1) * batch_size]
+            neg = negatives(gold[idx], np.random.default_rng([seed, epoch, b]), epoch)
+            ctx = context[idx]
+            yield batch_dict(np.concatenate([ctx, ctx]), np.concatenate([response[idx], data.pool[neg]]),
+                             np.concatenate([ones, zeros]))
+
+    return epoch_batches, steps
+
+
+def prepare(opts: HeadTrainingOptions, out: Path) -> tuple[Encoder, RunEmbeddings, list[Pair], list[Pair]]:
+    opts.check()
+    if opts.num_threads:
+        torch.set_num_threads(opts.num_threads)
+    out.mkdir(parents=True, exist_ok=True)
+    encoder = Encoder(device="cpu", cache_size=0)
+    train_pairs, val_pairs = load_pairs(opts)
+    folder = Path(opts.embedding_dir) if opts.embedding_dir else out / "embeddings"
+    return encoder, RunEmbeddings(folder, encoder, batch_size=opts.encode_batch_size), train_pairs, val_pairs
+
+
+def run(opts: HeadTrainingOptions) -> dict:
+    """Train BERT-RUBER's unreferenced head; returns a summary (also ``<output_dir>/summary.json``)."""
+    from dialeval.modeling.bert_ruber import BertRuberConfig, BertRuberModel
+
+    out = Path(opts.output_dir)
+    t0 = time.perf_counter()
+    encoder, emb, train_pairs, val_pairs = prepare(opts, out)
+    contexts, responses = pair_texts(train_pairs + val_pairs, opts.context_turns)
+    emb.encode(contexts, responses, progress_bar=opts.progress_bar)
+    data = build_head_data(train_pairs, val_pairs, emb, context_turns=opts.context_turns, seed=opts.seed)
+    encode_seconds = time.perf_counter() - t0
+    recipe = (f"dialeval train bert-ruber: {len(train_pairs)} DailyDialog positives, uniform random negatives, "
+              f"BCE, Adam lr {opts.learning_rate}")
+    model = build_model(BertRuberConfig, BertRuberModel, data.dim, opts, encoder, recipe)
+    pool_size = len(data.pool)
+    epoch_batches, steps = positive_negative_batches(
+        data, context=data.train_context, response=data.pool[data.train_gold], gold=data.train_gold,
+        batch_size=opts.batch_size, seed=opts.seed,
+        negatives=lambda gold, rng, epoch: uniform_negatives(gold, pool_size, rng))
+    result = train_head(model, opts, out=out, data=data, epoch_batches=epoch_batches, steps_per_epoch=steps,
+                        epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay)
+    summary = {
+        "metric": "bert_ruber", "train_positives": len(train_pairs), "distinct_train_responses": pool_size,
+        "validation_positives": len(val_pairs), "steps": result.steps, "best_step": result.best_step,
+        f"best_{opts.selection}": result.best_metric, "encode_seconds": round(encode_seconds, 1),
+        "train_seconds": result.seconds, "total_seconds": round(time.perf_counter() - t0, 1),
+        "embeddings": emb.stats, "torch_threads": torch.get_num_threads(), "history": result.history,
+        "options": asdict(opts),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary

@@ -1,0 +1,103 @@
+"""Model inputs for GRADE: tokenised ``[CLS] context [SEP] response [SEP]`` plus the keyword topic graph.
+
+One place builds a batch of model inputs, for training and scoring alike, so both see exactly the same
+preprocessing: the two most recent context turns (GRADE is trained on two-turn contexts) joined by a space,
+pair truncation to ``max_seq_length`` that cuts the longer side first and keeps the end of the context, and the
+graph features of :class:`~dialeval.metrics.grade.features.GraphFeaturizer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .features import collate
+
+CONTEXT_TURNS = 2
+
+
+# The files a GRADE checkpoint carries beside the model: keyword IDF and the ConceptNet graph tables.
+KEYWORDS_FILE = "keywords.json"
+GRAPH_DIR = "graph"
+
+
+def context_window(turns: Sequence[str]) -> list[str]:
+    """The turns GRADE reads: the last two."""
+    return list(turns[-CONTEXT_TURNS:])
+
+
+class GradeInputBuilder:
+    """Turns (context turns, response) pairs into a model-ready batch; graph features are cached per pair."""
+
+    def __init__(self, tokenizer, featurizer, *, max_seq_length: int = 128, use_graph: bool = True,
+                 cache_size: int = 200_000) -> None:
+        self.tokenizer = tokenizer
+        self.featurizer = featurizer
+        self.max_seq_length = max_seq_length
+        self.use_graph = use_graph
+        self.cache_size = cache_size
+        self._graph_cache: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
+        self.truncated = 0
+
+    def token_ids(self, context: Sequence[str], response: str) -> tuple[list[int], int]:
+        """Token ids of ``[CLS] context [SEP] response [SEP]``; the context keeps its end when cut."""
+        ctx = self.tokenizer(" ".join(context), add_special_tokens=False)["input_ids"]
+        rsp = self.tokenizer(response, add_special_tokens=False)["input_ids"]
+        budget = self.max_seq_length - 3
+        if len(ctx) + len(rsp) > budget:
+            self.truncated += 1
+            while len(ctx) + len(rsp) > budget:  # longest first, as BERT's pair truncation
+                if len(ctx) >= len(rsp):
+                    ctx = ctx[1:]
+                else:
+                    rsp = rsp[:-1]
+        cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        return [cls, *ctx, sep, *rsp, sep], len(ctx) + 2
+
+    def graphs(self, pairs: Sequence[tuple[Sequence[str], str]]) -> list[dict[str, Any]]:
+        """Graph features per (context window, response); uncached pairs are featurised in one spaCy pass."""
+        keys = [(tuple(c), r) for c, r in pairs]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._graph_cache))
+        if todo:
+            if len(self._graph_cache) + len(todo) > self.cache_size:
+                self._graph_cache.clear()
+            feats = self.featurizer.featurize_batch([list(c) for c, _ in todo], [r for _, r in todo])
+            self._graph_cache.update(zip(todo, feats))
+        return [self._graph_cache[k] for k in keys]
+
+    def prepare(self, pairs: Sequence[tuple[Sequence[str], str]]) -> list[dict[str, Any]]:
+        """Per pair: token ids, length of the ``[CLS] context [SEP]`` segment, and graph features."""
+        windows = [(context_window(c), r) for c, r in pairs]
+        graphs = self.graphs(windows) if self.use_graph else [None] * len(windows)
+        out = []
+        for (window, response), graph in zip(windows, graphs):
+            ids, first_len = self.token_ids(window, response)
+            item: dict[str, Any] = {"ids": ids, "first_len": first_len}
+            if graph is not None:
+                item["graph"] = graph
+            out.append(item)
+        return out
+
+    def collate(self, items: Sequence[dict[str, Any]], device: torch.device | str = "cpu", *,
+                width: int | None = None, nodes: int | None = None) -> dict[str, Any]:
+        """Pad prepared items to ``width`` tokens (default: the longest) and batch their graphs, padded to
+        ``nodes`` node slots (default: the most nodes in the batch)."""
+        width = width or max(len(it["ids"]) for it in items)
+        input_ids = torch.zeros(len(items), width, dtype=torch.long)
+        attention = torch.zeros(len(items), width, dtype=torch.long)
+        types = torch.zeros(len(items), width, dtype=torch.long)
+        for i, it in enumerate(items):
+            n = len(it["ids"])
+            input_ids[i, :n] = torch.tensor(it["ids"])
+            attention[i, :n] = 1
+            types[i, it["first_len"]:n] = 1
+        out: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention, "token_type_ids": types}
+        if self.use_graph:
+            out.update(collate([it["graph"] for it in items], pad_to=nodes))
+        return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in out.items()}
+
+    def batch(self, pairs: Sequence[tuple[Sequence[str], str]], device: torch.device | str = "cpu") -> dict[str, Any]:
+        """Model inputs for ``pairs`` of (context turns, response), padded to the longest item."""
+        return self.collate(self.prepare(pairs), device)

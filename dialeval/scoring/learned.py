@@ -1,0 +1,105 @@
+"""The base class of every learned metric: what GRADE, DynaEval, BERT-RUBER and PONE share, written once.
+
+A :class:`LearnedScorer` subclass names its checkpoint folder and training command, says how to load its model from
+a checkpoint folder, and implements ``_score_items`` (and ``_score_dialogues`` where it has a native dialogue
+score). The base class does the rest:
+
+* **checkpoint**: ``None``/``"default"`` is the one shipped in the package, a folder with ``config.json`` is a
+  checkpoint, a training run folder stands for its ``best/`` (:mod:`dialeval.scoring.checkpoints`);
+* **device**: one ``device`` argument (``None``: Accelerate's choice); :meth:`to` moves the model and every encoder
+  the scorer owns, and the metadata reports the device that was really used;
+* **signature**: the checkpoint's name and content hash plus the scorer's settings (:meth:`settings`);
+* **batch-invariant forward passes**: :meth:`fixed_row_forward` runs a model over chunks of exactly
+  :data:`~dialeval.backbone.batching.FORWARD_ROWS` rows, so an item's score never depends on its batch-mates.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from ..backbone.batching import fixed_row_chunks, progress, resolve_device
+from ..backbone.encoder import Encoder
+from .base import Scorer
+from .checkpoints import checkpoint_fingerprint, resolve_checkpoint
+
+
+def load_pretrained(model_class, path: Path, **kwargs):
+    """``model_class.from_pretrained(path)`` in eval mode, without transformers' weight-loading progress bar."""
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return model_class.from_pretrained(path, **kwargs).eval()
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+class LearnedScorer(Scorer):
+    """A metric backed by a trained checkpoint (see the module docstring)."""
+
+    #: folder name under ``dialeval/checkpoints`` (the shipped checkpoints) and in error messages
+    checkpoint_dir: ClassVar[str]
+    #: the command that trains a checkpoint, quoted in the error for a missing one
+    train_command: ClassVar[str]
+
+    def __init__(self, checkpoint: str | os.PathLike | None = None, *, device: str | torch.device | None = None
+                 ) -> None:
+        super().__init__(device=device)
+        self.checkpoint = resolve_checkpoint(checkpoint, self.checkpoint_dir, self.train_command)
+        self._device = resolve_device(device)
+        self.model = self.load_model(self.checkpoint).to(self._device)
+        self._checkpoint_sha256 = checkpoint_fingerprint(self.checkpoint)
+
+    # -- what subclasses provide ------------------------------------------------------------------------------
+    def load_model(self, path: Path) -> torch.nn.Module:
+        """The checkpoint's model, in eval mode (on CPU; the base class moves it)."""
+        raise NotImplementedError
+
+    def settings(self) -> dict[str, str]:
+        """Scorer settings that change scores (they go into the signature)."""
+        return {}
+
+    # -- shared behaviour -------------------------------------------------------------------------------------
+    @property
+    def encoders(self) -> list[Encoder]:
+        """The encoders this scorer owns (moved with :meth:`to`)."""
+        return [v for v in vars(self).values() if isinstance(v, Encoder)]
+
+    def fingerprint(self) -> dict[str, str]:
+        name = self.checkpoint.name if self.checkpoint.name not in ("best", "") else str(self.checkpoint)
+        return {"checkpoint": name, "checkpoint_sha256": self._checkpoint_sha256, **self.settings()}
+
+    def to(self, device: str | torch.device | None) -> "LearnedScorer":
+        self.device = device
+        self._device = resolve_device(device)
+        self.model.to(self._device)
+        for encoder in self.encoders:
+            encoder.to(self._device)
+        return self
+
+    def fixed_row_forward(self, n_items: int, batches: Sequence[Sequence[int]],
+                          forward: Callable[[list[int]], torch.Tensor], *, progress_bar: bool | None = None,
+                          desc: str | None = None) -> np.ndarray:
+        """Scores of ``n_items`` items, in input order, from ``forward(rows) -> tensor[len(rows)]``.
+
+        ``batches`` are lists of item indices (e.g. length-sorted); each is cut into chunks of exactly
+        ``FORWARD_ROWS`` indices (the last topped up with copies whose outputs are dropped), so every forward pass
+        has the same shape whatever the batch size.
+        """
+        scores = np.zeros(n_items, dtype=np.float64)
+        with torch.inference_mode():
+            for batch in progress(batches, total=len(batches), enabled=progress_bar, desc=desc or self.name):
+                for rows, n_real in fixed_row_chunks(batch):
+                    scores[rows[:n_real]] = forward(rows)[:n_real].double().cpu().numpy()
+        return scores
+
+    def _metadata(self) -> dict[str, Any]:
+        return {"device": str(self._device)}

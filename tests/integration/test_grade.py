@@ -1,0 +1,166 @@
+"""GRADE end to end on tiny fixtures: training command, small checkpoint, scorer, evaluate module."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dialeval.metrics.grade.train import GradeTrainingOptions, run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+DIALOGUES = [
+    ["Do you want to go to the beach on Sunday?", "Sure, I love swimming in the sea.", "Bring a towel and some food.",
+     "I will bring sandwiches and water.", "Great, see you at noon."],
+    ["I need to buy a new phone.", "What happened to your old phone?", "I dropped it in the water.",
+     "You should buy a waterproof phone this time.", "Good idea, I will go to the store."],
+    ["Can you help me cook dinner?", "Of course, what are we making?", "A chicken soup with vegetables.",
+     "I will cut the carrots and onions.", "Thanks, I will boil the water."],
+    ["My dog is sick today.", "Oh no, did you take him to the doctor?", "Yes, the doctor gave him medicine.",
+     "I hope your dog feels better soon.", "Thank you, he is sleeping now."],
+    ["Let us watch a movie tonight.", "Which movie do you want to see?", "A funny movie with a happy ending.",
+     "I will buy the tickets online.", "Perfect, I will make popcorn."],
+    ["The train is late again.", "How long do we have to wait?", "About twenty minutes, the screen says.",
+     "Let us drink a coffee while we wait.", "Good plan, the cafe is near the station."],
+]
+TRIPLES = [
+    ("AtLocation", "towel", "beach"), ("RelatedTo", "beach", "sea"), ("RelatedTo", "swim", "sea"),
+    ("UsedFor", "phone", "call"), ("RelatedTo", "water", "sea"), ("AtLocation", "phone", "store"),
+    ("UsedFor", "water", "cook"), ("RelatedTo", "soup", "chicken"), ("RelatedTo", "carrot", "vegetable"),
+    ("RelatedTo", "doctor", "medicine"), ("IsA", "dog", "animal"), ("RelatedTo", "movie", "ticket"),
+    ("RelatedTo", "popcorn", "movie"), ("AtLocation", "train", "station"), ("RelatedTo", "coffee", "cafe"),
+    ("AtLocation", "cafe", "station"), ("RelatedTo", "food", "sandwich"), ("RelatedTo", "onion", "vegetable"),
+]
+
+
+def _write_fixture(root: Path) -> Path:
+    dd = root / "dailydialog" / "derived"
+    dd.mkdir(parents=True)
+    for split, rows in (("train", DIALOGUES * 2), ("validation", DIALOGUES[:3]), ("test", DIALOGUES[3:])):
+        with open(dd / f"{split}.jsonl", "w") as fh:
+            for i, utts in enumerate(rows):
+                fh.write(json.dumps({"dialogue_id": f"{split}-{i}", "original_id": f"{split}-{i}", "topic": "t",
+                                     "utterances": utts, "acts": ["inform"] * len(utts),
+                                     "emotions": ["no emotion"] * len(utts)}) + "\n")
+    cn = root / "conceptnet_cn100k"
+    cn.mkdir()
+    (cn / "train.txt").write_text("".join(f"{r}\t{h}\t{t}\n" for r, h, t in TRIPLES))
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    data = _write_fixture(tmp_path_factory.mktemp("data"))
+    out = tmp_path_factory.mktemp("run")
+    opts = GradeTrainingOptions(output_dir=str(out), data_dir=str(data), max_positives=12, max_val_positives=6,
+                                max_steps=2, eval_every=1, batch_size=4, device="cpu")
+    summary = run(opts)
+    return data, out, summary, opts
+
+
+def test_training_writes_a_small_best_checkpoint(trained):
+    _, out, summary, _ = trained
+    assert summary["steps"] == 2 and summary["train_pairs"] == 24
+    best = out / "best"
+    for name in ("config.json", "model.safetensors", "keywords.json", "modeling_grade.py", "graph/meta.json"):
+        assert (best / name).exists(), name
+    assert all(f.stat().st_size < 15_000_000 for f in best.rglob("*") if f.is_file())
+    config = json.loads((best / "config.json").read_text())
+    assert config["encoder_weights_in_checkpoint"] is False
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log if r["event"] == "eval"] == [1, 2]
+
+
+def test_training_resumes_where_it_stopped(trained):
+    _, out, _, opts = trained
+    opts.max_steps = 3
+    summary = run(opts)
+    assert summary["steps"] == 3
+    evals = [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines()
+             if json.loads(line)["event"] == "eval"]
+    assert evals == [1, 2, 3]  # steps 1-2 were not repeated
+
+
+def test_scorer_on_trained_checkpoint_is_deterministic(trained):
+    import dialeval
+
+    _, out, _, _ = trained
+    scorer = dialeval.load_scorer("grade", checkpoint=out / "best", device="cpu")
+    contexts = [d[:2] for d in DIALOGUES] + [["I failed my exam."]]
+    responses = [d[2] for d in DIALOGUES] + ["ok"]
+    outs = [scorer.score(contexts=contexts, responses=responses, batch_size=b).scores for b in (1, 3, 64)]
+    assert outs[0] == outs[1] == outs[2]
+    assert all(0.0 < s < 1.0 for s in outs[0])
+    again = dialeval.load_scorer("grade", checkpoint=out / "best", device="cpu")
+    assert again.score(contexts=contexts, responses=responses).scores == outs[0]
+    sig = scorer.score(contexts=contexts[:1], responses=responses[:1]).signature
+    assert sig.startswith("metric:grade|") and "checkpoint_sha256:" in sig
+
+
+def test_shipped_default_checkpoint_scores_offline():
+    import dialeval
+
+    scorer = dialeval.load_scorer("grade", device="cpu")
+    rows = [json.loads(line) for line in (ROOT / "dialeval/resources/example_dialogues.jsonl").read_text().splitlines()]
+    out = scorer.score(contexts=[r["context"] for r in rows], responses=[r["response"] for r in rows], batch_size=3)
+    assert len(out.scores) == len(rows) and np.all(np.isfinite(out.scores))
+    assert out.scores == scorer.score(contexts=[r["context"] for r in rows],
+                                      responses=[r["response"] for r in rows], batch_size=64).scores
+    assert "checkpoint:default" in out.signature
+
+
+def test_evaluate_module_matches_the_scorer():
+    import evaluate
+
+    import dialeval
+
+    metric = evaluate.load(str(ROOT / "metrics" / "grade"))
+    contexts = [["Want to get lunch?", "Yes, I'm starving."], ["I lost my keys."]]
+    predictions = ["Great, the pizza place opens at noon.", "Bananas are yellow."]
+    res = metric.compute(predictions=predictions, contexts=contexts)
+    direct = dialeval.load_scorer("grade", device="cpu").score(contexts=contexts, responses=predictions)
+    assert res["scores"] == pytest.approx(direct.scores, abs=0)
+    assert res["mean_score"] == pytest.approx(direct.system_score)
+    assert res["signature"] == direct.signature
+
+
+def test_shipped_checkpoint_loads_with_trust_remote_code_without_dialeval(tmp_path):
+    from dialeval.metrics.grade.scorer import shipped_checkpoint
+
+    code = textwrap.dedent(f"""
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split('.')[0] in ('dialeval', 'dialeval.modeling'):
+                    raise ImportError('blocked: ' + name)
+        sys.meta_path.insert(0, Block())
+        import torch
+        from transformers import AutoModel
+        model = AutoModel.from_pretrained({str(shipped_checkpoint())!r}, trust_remote_code=True).eval()
+        ids = torch.tensor([[101, 2293, 102, 7592, 102]])
+        with torch.inference_mode():
+            out = model(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.tensor([[0,0,0,1,1]]),
+                        node_features=torch.zeros(1, 1, 3, model.config.node_feature_dim),
+                        node_mask=torch.zeros(1, 1, dtype=torch.bool), edge_index=torch.zeros(2, 0, dtype=torch.long),
+                        edge_weight=torch.zeros(0))
+        print(type(model).__module__, float(out.score[0]))
+    """)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    module, score = res.stdout.split()[-2:]
+    assert module.startswith("transformers_modules") and 0.0 < float(score) < 1.0
+
+
+def test_shipped_checkpoint_code_is_the_modeling_folder():
+    """save_pretrained copies the custom code beside the weights (trust_remote_code needs it there); the copy
+    must stay byte-identical to modeling/grade, the one source."""
+    from dialeval.metrics.grade.scorer import shipped_checkpoint
+
+    for name in ("modeling_grade.py", "configuration_grade.py"):
+        assert (shipped_checkpoint() / name).read_bytes() == (ROOT / "modeling" / "grade" / name).read_bytes(), name
