@@ -2,8 +2,7 @@
 sentence embeddings (here the bundled all-MiniLM-L6-v2).
 
 - :mod:`.data` -- (context, response) pairs from DailyDialog, response ids, uniform negatives;
-- :mod:`.embeddings` -- the run folder's text -> embedding store (the frozen encoder runs once per text);
-- :mod:`.train` -- head training on cached embeddings (shared with PONE) and ``dialeval train bert-ruber``;
+- :mod:`.train` -- head training on embeddings cached in a :class:`~dialeval.backbone.store.EmbeddingStore` (shared with PONE) and ``dialeval train bert-ruber``;
 - :mod:`.scorer` -- ``load_scorer("bert_ruber")`` (hybrid, needs references) and ``"bert_ruber_unref"``.
 
 The model code is :mod:`dialeval.modeling.bert_ruber` (``BertRuberConfig`` / ``BertRuberModel``).
