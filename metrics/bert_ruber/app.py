@@ -1,36 +1,17 @@
-"""A Hugging Face Space for BERT-RUBER: context, response and reference in, the three scores out.
+"""A Hugging Face Space for BERT-RUBER: context, response and reference in, the hybrid and its two parts out.
 
-One item at a time, so the hybrid uses normalization="fixed" (each item on its own); min-max normalisation, the
-original's default, needs a set of items (use the evaluate module or `dialeval score`).
+One item at a time: the hybrid's default normalisation uses ranges fixed when the checkpoint was trained, so an
+item's score does not depend on other items.
 """
 
-import gradio as gr
+from dialeval.interfaces.space import Space
 
-import dialeval
-
-hybrid = dialeval.load_scorer("bert_ruber", normalization="fixed")
-unreferenced = dialeval.load_scorer("bert_ruber_unref")
-
-
-def score(context: str, response: str, reference: str) -> str:
-    turns = [t.strip() for t in context.split("\n") if t.strip()]
-    if not turns or not response.strip() or not reference.strip():
-        return "Enter at least one context turn, a response and a reference."
-    out = hybrid.score(contexts=[turns], responses=[response], references=[reference])
-    meta = out.metadata
-    return (f"BERT-RUBER hybrid (min, fixed normalisation): {out.scores[0]:.4f}\n"
-            f"unreferenced: {meta['unreferenced_scores'][0]:.4f}   "
-            f"referenced cosine: {meta['referenced_scores'][0]:.4f}\n\n{out.signature}")
-
-
-demo = gr.Interface(
-    fn=score,
-    inputs=[gr.Textbox(lines=4, label="Context (one turn per line; the last two are read)"),
-            gr.Textbox(lines=2, label="Response"), gr.Textbox(lines=2, label="Reference response")],
-    outputs=gr.Textbox(label="Scores"),
-    title="BERT-RUBER: referenced + unreferenced response score (dialeval)",
+demo = Space(
+    "bert_ruber", title="BERT-RUBER: referenced + unreferenced response score (dialeval)",
+    score_label="BERT-RUBER hybrid (min)", fields=("context", "response", "reference"),
+    details={"unreferenced": "unreferenced_scores", "referenced cosine": "referenced_scores"},
     description="Runs offline on CPU.",
-)
+).build()
 
 if __name__ == "__main__":
     demo.launch()

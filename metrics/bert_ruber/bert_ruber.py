@@ -1,13 +1,11 @@
 """BERT-RUBER (hybrid) as an `evaluate` module: `evaluate.load("metrics/bert_ruber")`.
 
-A thin wrapper: inputs are validated by `dialeval`, scoring is `dialeval`'s BERT-RUBER scorer (one implementation).
+A thin wrapper over `dialeval`'s scorer (one implementation); the code every metric module shares is
+`dialeval.interfaces.evaluate_module`.
 The hybrid score needs references; BERT-RUBER's unreferenced score alone is `dialeval.load_scorer("bert_ruber_unref")`.
 """
 
-import itertools
-
-import datasets
-import evaluate
+from dialeval.interfaces import evaluate_module
 
 _CITATION = """\
 @inproceedings{ghazarian-etal-2019-better,
@@ -53,33 +51,14 @@ Examples:
     ['mean_score', 'scores', 'signature']
 """
 
-_TEXT = datasets.Value("string")
-_TEXTS = datasets.Sequence(datasets.Value("string"))
 
+class BertRuber(evaluate_module.DialevalMetric):
+    scorer_name = "bert_ruber"
+    about = evaluate_module.About(
+        description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
+        features=evaluate_module.response_features(references=True),
+        homepage="https://github.com/gmftbyGMFTBY/PONE", reference_urls=("https://aclanthology.org/W19-2310",),
+    )
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class BertRuber(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features({"predictions": _TEXT, "contexts": ctx, "references": ref})
-                for ctx, ref in itertools.product((_TEXTS, _TEXT), (_TEXTS, _TEXT))
-            ],
-            homepage="https://github.com/gmftbyGMFTBY/PONE",
-            reference_urls=["https://aclanthology.org/W19-2310"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        from dialeval.metrics.bert_ruber.scorer import BertRuberScorer
-
-        self._scorer = BertRuberScorer(checkpoint=self.config_name)
-
-    def _compute(self, predictions, contexts, references, hybrid="min", normalization="minmax", batch_size=32,
-                 device=None):
+    def configure_scorer(self, hybrid="min", normalization="minmax"):
         self._scorer.set_hybrid(hybrid, normalization)
-        out = self._scorer.score(contexts=contexts, responses=predictions, references=references,
-                                 batch_size=batch_size, device=device)
-        return {"scores": out.scores, "mean_score": out.system_score, "signature": out.signature}

@@ -1,28 +1,13 @@
 """A Hugging Face Space for DynaEval: paste a dialogue, get its coherence score."""
 
-import gradio as gr
+from dialeval.interfaces.space import Space
 
-import dialeval
-
-scorer = dialeval.load_scorer("dynaeval")
-
-
-def score(dialogue: str) -> str:
-    turns = [t.strip() for t in dialogue.split("\n") if t.strip()]
-    if len(turns) < 2:
-        return "Enter at least two turns, one per line."
-    out = scorer.score_dialogues(dialogues=[turns])
-    return f"DynaEval score: {out.scores[0]:.4f}\n\n{out.signature}"
-
-
-demo = gr.Interface(
-    fn=score,
-    inputs=gr.Textbox(lines=10, label="Dialogue (one turn per line; two speakers alternating, first speaker first)"),
-    outputs=gr.Textbox(label="Score"),
-    title="DynaEval: dialogue-level coherence (dialeval)",
+demo = Space(
+    "dynaeval", title="DynaEval: dialogue-level coherence (dialeval)", score_label="DynaEval score",
+    fields=("dialogue",),
     description="Coherence of a whole conversation from a speaker-aware utterance graph; unbounded, higher is "
                 "better. Runs offline on CPU.",
-)
+).build()
 
 if __name__ == "__main__":
     demo.launch()

@@ -1,10 +1,10 @@
 """DynaEval as an `evaluate` module: `evaluate.load("metrics/dynaeval")`.
 
-A thin wrapper: inputs are validated here, scoring is `dialeval`'s DynaEval scorer (one implementation).
+A thin wrapper over `dialeval`'s scorer (one implementation); the code every metric module shares is
+`dialeval.interfaces.evaluate_module`.
 """
 
-import datasets
-import evaluate
+from dialeval.interfaces import evaluate_module
 
 _CITATION = """\
 @inproceedings{zhang-etal-2021-dynaeval,
@@ -45,27 +45,10 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class DynaEval(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features({"dialogues": datasets.Sequence(datasets.Value("string"))}),
-                datasets.Features({"dialogues": datasets.List({"role": datasets.Value("string"),
-                                                               "content": datasets.Value("string")})}),
-            ],
-            homepage="https://github.com/e0397123/DynaEval",
-            reference_urls=["https://aclanthology.org/2021.acl-long.441"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        from dialeval.metrics.dynaeval.scorer import DynaEvalScorer
-
-        self._scorer = DynaEvalScorer(checkpoint=self.config_name)
-
-    def _compute(self, dialogues, batch_size=32, device=None):
-        out = self._scorer.score_dialogues(dialogues=dialogues, batch_size=batch_size, device=device)
-        return {"scores": out.scores, "mean_score": out.system_score, "signature": out.signature}
+class DynaEval(evaluate_module.DialevalMetric):
+    scorer_name = "dynaeval"
+    about = evaluate_module.About(
+        description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
+        features=evaluate_module.dialogue_features(),
+        homepage="https://github.com/e0397123/DynaEval", reference_urls=("https://aclanthology.org/2021.acl-long.441",),
+    )

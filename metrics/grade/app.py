@@ -1,28 +1,12 @@
 """A Hugging Face Space for GRADE: type a context and a response, get the coherence score."""
 
-import gradio as gr
+from dialeval.interfaces.space import Space
 
-import dialeval
-
-scorer = dialeval.load_scorer("grade")
-
-
-def score(context: str, response: str) -> str:
-    turns = [t.strip() for t in context.split("\n") if t.strip()]
-    if not turns or not response.strip():
-        return "Enter at least one context turn and a response."
-    out = scorer.score(contexts=[turns], responses=[response])
-    return f"GRADE score: {out.scores[0]:.4f}\n\n{out.signature}"
-
-
-demo = gr.Interface(
-    fn=score,
-    inputs=[gr.Textbox(lines=4, label="Context (one turn per line; the last two are read)"),
-            gr.Textbox(lines=2, label="Response")],
-    outputs=gr.Textbox(label="Score"),
-    title="GRADE: graph-enhanced coherence metric (dialeval)",
-    description="Coherence of a response with its context, in (0, 1). Runs offline on CPU.",
-)
+demo = Space(
+    "grade", title="GRADE: graph-enhanced coherence metric (dialeval)", score_label="GRADE score",
+    description="Coherence of a response with its context, in (0, 1); the last two context turns are read. "
+                "Runs offline on CPU.",
+).build()
 
 if __name__ == "__main__":
     demo.launch()

@@ -1,10 +1,10 @@
 """GRADE as an `evaluate` module: `evaluate.load("metrics/grade")`.
 
-A thin wrapper: inputs are validated here, scoring is `dialeval`'s GRADE scorer (one implementation).
+A thin wrapper over `dialeval`'s scorer (one implementation); the code every metric module shares is
+`dialeval.interfaces.evaluate_module`.
 """
 
-import datasets
-import evaluate
+from dialeval.interfaces import evaluate_module
 
 _CITATION = """\
 @inproceedings{huang-etal-2020-grade,
@@ -44,27 +44,10 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Grade(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features({"predictions": datasets.Value("string"),
-                                   "contexts": datasets.Sequence(datasets.Value("string"))}),
-                datasets.Features({"predictions": datasets.Value("string"), "contexts": datasets.Value("string")}),
-            ],
-            homepage="https://github.com/li3cmz/GRADE",
-            reference_urls=["https://aclanthology.org/2020.emnlp-main.742"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        from dialeval.metrics.grade.scorer import GradeScorer
-
-        self._scorer = GradeScorer(checkpoint=self.config_name)
-
-    def _compute(self, predictions, contexts, batch_size=32, device=None):
-        out = self._scorer.score(contexts=contexts, responses=predictions, batch_size=batch_size, device=device)
-        return {"scores": out.scores, "mean_score": out.system_score, "signature": out.signature}
+class Grade(evaluate_module.DialevalMetric):
+    scorer_name = "grade"
+    about = evaluate_module.About(
+        description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
+        features=evaluate_module.response_features(),
+        homepage="https://github.com/li3cmz/GRADE", reference_urls=("https://aclanthology.org/2020.emnlp-main.742",),
+    )

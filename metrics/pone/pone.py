@@ -1,10 +1,10 @@
 """PONE as an `evaluate` module: `evaluate.load("metrics/pone")`.
 
-A thin wrapper: inputs are validated by `dialeval`, scoring is `dialeval`'s PONE scorer (one implementation).
+A thin wrapper over `dialeval`'s scorer (one implementation); the code every metric module shares is
+`dialeval.interfaces.evaluate_module`.
 """
 
-import datasets
-import evaluate
+from dialeval.interfaces import evaluate_module
 
 _CITATION = """\
 @article{lan-etal-2020-pone,
@@ -46,27 +46,10 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Pone(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features({"predictions": datasets.Value("string"),
-                                   "contexts": datasets.Sequence(datasets.Value("string"))}),
-                datasets.Features({"predictions": datasets.Value("string"), "contexts": datasets.Value("string")}),
-            ],
-            homepage="https://github.com/gmftbyGMFTBY/PONE",
-            reference_urls=["https://doi.org/10.1145/3423168", "https://arxiv.org/abs/2004.02399"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        from dialeval.metrics.pone.scorer import PoneScorer
-
-        self._scorer = PoneScorer(checkpoint=self.config_name)
-
-    def _compute(self, predictions, contexts, batch_size=32, device=None):
-        out = self._scorer.score(contexts=contexts, responses=predictions, batch_size=batch_size, device=device)
-        return {"scores": out.scores, "mean_score": out.system_score, "signature": out.signature}
+class Pone(evaluate_module.DialevalMetric):
+    scorer_name = "pone"
+    about = evaluate_module.About(
+        description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
+        features=evaluate_module.response_features(),
+        homepage="https://github.com/gmftbyGMFTBY/PONE", reference_urls=("https://doi.org/10.1145/3423168", "https://arxiv.org/abs/2004.02399"),
+    )

@@ -1,0 +1,95 @@
+"""The shared body of the `evaluate` modules ``metrics/<m>/<m>.py``.
+
+``evaluate.load("metrics/grade", config_name=...)`` copies only ``metrics/grade/grade.py`` into its cache, so that
+file holds what is particular to the metric (its card text, citation, input features, scorer name) and subclasses
+:class:`DialevalMetric`, imported from the installed package. The base class loads the scorer once for the
+module's ``config_name`` (``"default"`` or a checkpoint folder) and returns ``scores``, ``mean_score`` and
+``signature``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import datasets
+import evaluate
+
+from ..scoring.registry import load_scorer
+
+__all__ = ["About", "DialevalMetric", "dialogue_features", "response_features"]
+
+_TEXT = datasets.Value("string")
+_TEXTS = datasets.Sequence(datasets.Value("string"))
+_MESSAGES = datasets.List({"role": _TEXT, "content": _TEXT})
+
+
+def response_features(*, references: bool = False) -> tuple[datasets.Features, ...]:
+    """The input forms of a context-response metric: ``predictions`` (one string each), ``contexts`` (a list of
+    turns, or one string), and with ``references=True`` also ``references`` (a list of strings, or one string)."""
+    columns = {"contexts": (_TEXTS, _TEXT)}
+    if references:
+        columns["references"] = (_TEXTS, _TEXT)
+    return tuple(datasets.Features({"predictions": _TEXT, **dict(zip(columns, form, strict=True))})
+                 for form in itertools.product(*columns.values()))
+
+
+def dialogue_features() -> tuple[datasets.Features, ...]:
+    """The input forms of a dialogue-level metric: each dialogue a list of strings or of role/content messages."""
+    return datasets.Features({"dialogues": _TEXTS}), datasets.Features({"dialogues": _MESSAGES})
+
+
+@dataclass(frozen=True)
+class About:
+    """What ``evaluate.MetricInfo`` says of a metric: its card text, citation, accepted input forms and links."""
+
+    description: str
+    citation: str
+    inputs_description: str
+    features: tuple[datasets.Features, ...]
+    homepage: str
+    reference_urls: tuple[str, ...]
+
+
+class DialevalMetric(evaluate.Metric):
+    """An `evaluate` module over one of dialeval's scorers.
+
+    A subclass sets ``scorer_name`` (a name of :func:`dialeval.load_scorer`) and ``about``. Its docstring is made
+    from the description and the inputs description, as ``evaluate``'s own modules do.
+    A metric whose ``compute()`` takes options beyond its inputs, ``batch_size`` and ``device`` overrides
+    :meth:`configure_scorer`.
+    """
+
+    scorer_name: ClassVar[str]
+    about: ClassVar[About]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "about" in cls.__dict__:
+            cls.__doc__ = cls.about.description + cls.about.inputs_description
+
+    def _info(self) -> evaluate.MetricInfo:
+        about = self.about
+        return evaluate.MetricInfo(description=about.description, citation=about.citation,
+                                   inputs_description=about.inputs_description, features=list(about.features),
+                                   homepage=about.homepage, reference_urls=list(about.reference_urls))
+
+    def _download_and_prepare(self, dl_manager) -> None:
+        self._scorer = load_scorer(self.scorer_name, checkpoint=self.config_name)
+
+    def configure_scorer(self, **options: Any) -> None:
+        """Apply ``compute()`` options other than the inputs, ``batch_size`` and ``device`` (none by default)."""
+        if options:
+            raise TypeError(f"{type(self).__name__}.compute() got unexpected arguments: {', '.join(sorted(options))}")
+
+    def _compute(self, *, batch_size: int = 32, device: str | None = None, **inputs_and_options: Any
+                 ) -> dict[str, Any]:
+        inputs = {name: inputs_and_options.pop(name) for name in self._feature_names()}
+        self.configure_scorer(**inputs_and_options)
+        if "dialogues" in inputs:
+            out = self._scorer.score_dialogues(dialogues=inputs["dialogues"], batch_size=batch_size, device=device)
+        else:
+            out = self._scorer.score(contexts=inputs["contexts"], responses=inputs["predictions"],
+                                     references=inputs.get("references"), batch_size=batch_size, device=device)
+        return {"scores": out.scores, "mean_score": out.system_score, "signature": out.signature}

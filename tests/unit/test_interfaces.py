@@ -1,0 +1,97 @@
+"""The shared parts of the `evaluate` modules and the Spaces (dialeval.interfaces), without gradio installed."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import types
+from pathlib import Path
+
+import datasets
+import pytest
+
+from dialeval.interfaces.evaluate_module import dialogue_features, response_features
+from dialeval.interfaces.space import Space, split_turns
+from dialeval.scoring.base import ScoreOutput
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_response_features_cover_list_and_string_forms():
+    text = datasets.Value("string")
+    plain = response_features()
+    assert [f["contexts"] for f in plain] == [datasets.Sequence(text), text]
+    assert all(set(f) == {"predictions", "contexts"} and f["predictions"] == text for f in plain)
+    with_refs = response_features(references=True)
+    assert len(with_refs) == 4 and all(set(f) == {"predictions", "contexts", "references"} for f in with_refs)
+    assert len({(repr(f["contexts"]), repr(f["references"])) for f in with_refs}) == 4
+    assert [set(f) for f in dialogue_features()] == [{"dialogues"}, {"dialogues"}]
+
+
+def test_split_turns_drops_blank_lines_and_strips():
+    assert split_turns("  Hi there.\n\n   \nHello! \n") == ["Hi there.", "Hello!"]
+    assert split_turns("") == []
+
+
+def _space(fields=("context", "response"), **kwargs) -> Space:
+    return Space("pone", title="t", description="d", score_label="PONE score", fields=fields, **kwargs)
+
+
+def test_request_reads_the_form_into_scorer_arguments():
+    assert _space().request("Want lunch?\n\nYes!", "Sure.") == {"contexts": [["Want lunch?", "Yes!"]],
+                                                                "responses": ["Sure."]}
+    three = _space(("context", "response", "reference"))
+    assert three.request("Hi", "Hello", "Hey") == {"contexts": [["Hi"]], "responses": ["Hello"],
+                                                   "references": ["Hey"]}
+    assert _space(("dialogue",)).request("A\nB\nC") == {"dialogues": [["A", "B", "C"]]}
+
+
+def test_request_names_what_is_missing():
+    assert _space().request(" \n", "Sure.") == "Enter at least one context turn and a response."
+    assert _space().request("Hi", "  ") == "Enter at least one context turn and a response."
+    three = _space(("context", "response", "reference"))
+    assert three.request("Hi", "Hello", "") == "Enter at least one context turn, a response and a reference."
+    assert _space(("dialogue",)).request("Only one turn\n") == "Enter at least two turns, one per line."
+    with pytest.raises(ValueError):
+        _space().request("only the context")
+
+
+def test_space_rejects_unknown_or_mixed_fields():
+    with pytest.raises(ValueError, match="unknown fields"):
+        _space(("context", "answer"))
+    with pytest.raises(ValueError, match="dialogue"):
+        _space(("dialogue", "response"))
+
+
+def test_report_shows_score_details_and_signature():
+    out = ScoreOutput(scores=[0.123456], system_score=0.123456, signature="metric:x|v:1",
+                      metadata={"unreferenced_scores": [0.5], "referenced_scores": [0.25]})
+    space = _space(details={"unreferenced": "unreferenced_scores", "referenced cosine": "referenced_scores"})
+    assert space.report(out) == ("PONE score: 0.1235\nunreferenced: 0.5000\nreferenced cosine: 0.2500\n\n"
+                                 "metric:x|v:1")
+
+
+def _fake_gradio() -> types.ModuleType:
+    """Records what a Space asks gradio for (gradio itself is installed on a Space, not here)."""
+    gr = types.ModuleType("gradio")
+    gr.Textbox = lambda **kwargs: ("Textbox", kwargs)
+    gr.Interface = lambda **kwargs: types.SimpleNamespace(**kwargs)
+    return gr
+
+
+@pytest.mark.parametrize("metric,n_boxes", [("grade", 2), ("pone", 2), ("dynaeval", 1), ("bert_ruber", 3)])
+def test_each_app_builds_its_form(monkeypatch, metric, n_boxes):
+    monkeypatch.setitem(sys.modules, "gradio", _fake_gradio())
+    demo = runpy.run_path(str(ROOT / "metrics" / metric / "app.py"))["demo"]
+    assert len(demo.inputs) == n_boxes and all(box[1]["label"] for box in demo.inputs)
+    assert demo.fn.__self__.metric == metric and demo.title
+
+
+def test_app_scores_with_the_shipped_checkpoint(monkeypatch):
+    import dialeval
+
+    monkeypatch.setitem(sys.modules, "gradio", _fake_gradio())
+    demo = runpy.run_path(str(ROOT / "metrics" / "pone" / "app.py"))["demo"]
+    direct = dialeval.load_scorer("pone").score(contexts=[["Want lunch?", "Yes!"]], responses=["Pizza?"])
+    assert demo.fn("Want lunch?\nYes!", "Pizza?") == f"PONE score: {direct.scores[0]:.4f}\n\n{direct.signature}"
+    assert demo.fn("", "Pizza?").startswith("Enter")
