@@ -40,23 +40,49 @@ def dialogue_features() -> tuple[datasets.Features, ...]:
     return datasets.Features({"dialogues": _TEXTS}), datasets.Features({"dialogues": _MESSAGES})
 
 
+#: What every module's ``compute()`` takes besides its inputs and ``batch_size``, and what it returns.
+_SHARED_ARGUMENTS = """\
+    device (`str`, optional): "cpu", "cuda", "mps"... (default: Accelerate's choice).
+"""
+_RETURNS = """\
+    scores (`list` of `float`): one score per item (per dialogue for a dialogue-level metric), in input order.
+    mean_score (`float`): the mean of `scores` (the system score).
+    signature (`str`): metric, checkpoint hash, settings and package versions that produced the scores.
+"""
+_EXAMPLE_END = """\
+    >>> sorted(out)
+    ['mean_score', 'scores', 'signature']
+"""
+
+
 @dataclass(frozen=True)
 class About:
-    """What ``evaluate.MetricInfo`` says of a metric: its card text, citation, accepted input forms and links."""
+    """What ``evaluate.MetricInfo`` says of a metric: its card text, citation, accepted input forms and links.
+
+    ``arguments`` describes the metric's own ``compute()`` arguments (its inputs, ``batch_size``, any option) and
+    ``example`` its example call; :attr:`inputs_description` adds what every module shares.
+    """
 
     description: str
     citation: str
-    inputs_description: str
+    arguments: str
+    example: str
     features: tuple[datasets.Features, ...]
     homepage: str
     reference_urls: tuple[str, ...]
+
+    @property
+    def inputs_description(self) -> str:
+        return (f"\nArgs:\n{self.arguments}{_SHARED_ARGUMENTS}Returns:\n{_RETURNS}"
+                f"Examples:\n{self.example}{_EXAMPLE_END}")
 
 
 class DialevalMetric(evaluate.Metric):
     """An `evaluate` module over one of dialeval's scorers.
 
-    A subclass sets ``scorer_name`` (a name of :func:`dialeval.load_scorer`) and ``about``. Its docstring is made
-    from the description and the inputs description, as ``evaluate``'s own modules do.
+    A subclass names its scorer (``class Grade(DialevalMetric, scorer_name="grade")``, a name of
+    :func:`dialeval.load_scorer`) and sets ``about``. Its docstring is made from the description and the inputs
+    description, as ``evaluate``'s own modules do.
     A metric whose ``compute()`` takes options beyond its inputs, ``batch_size`` and ``device`` overrides
     :meth:`configure_scorer`.
     """
@@ -64,8 +90,10 @@ class DialevalMetric(evaluate.Metric):
     scorer_name: ClassVar[str]
     about: ClassVar[About]
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, *, scorer_name: str | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if scorer_name is not None:
+            cls.scorer_name = scorer_name
         if "about" in cls.__dict__:
             cls.__doc__ = cls.about.description + cls.about.inputs_description
 

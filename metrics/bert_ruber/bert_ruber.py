@@ -25,8 +25,7 @@ of the response and of the reference). Both are min-max normalised over the scor
 by `dialeval train bert-ruber`; see the card for measured correlations and departures.
 """
 
-_KWARGS_DESCRIPTION = """
-Args:
+_ARGUMENTS = """\
     predictions (`list` of `str`): the responses to score.
     contexts (`list` of `list` of `str`): for each response, its context turns, oldest first (the most recent
         `context_turns` of the checkpoint are read, 2 by default). A single string per item is accepted too.
@@ -37,28 +36,21 @@ Args:
         it needs at least two items with different scores) or "fixed" (each item on its own: the unreferenced score
         as is, the cosine mapped to (1 + cos) / 2).
     batch_size (`int`, optional): texts per encoder batch (default 32). Scores do not depend on it.
-    device (`str`, optional): "cpu", "cuda", "mps"... (default: Accelerate's choice).
-Returns:
-    scores (`list` of `float`): hybrid score per item, in input order, in [0, 1].
-    mean_score (`float`): the mean of `scores` (the system score).
-    signature (`str`): metric, checkpoint hash, hybrid settings and package versions that produced the scores.
-Examples:
+"""
+
+_EXAMPLE = """\
     >>> ruber = evaluate.load("metrics/bert_ruber")  # config_name picks a checkpoint: "default" or a folder path
     >>> out = ruber.compute(predictions=["Sure, what time works for you?", "I like trains."],
     ...                     contexts=[["Want to get lunch?"], ["Want to get lunch?"]],
     ...                     references=[["Yes! Where?"], ["Yes! Where?"]])
-    >>> sorted(out)
-    ['mean_score', 'scores', 'signature']
 """
 
 
-class BertRuber(evaluate_module.DialevalMetric):
-    scorer_name = "bert_ruber"
+class BertRuber(evaluate_module.DialevalMetric, scorer_name="bert_ruber"):
     about = evaluate_module.About(
-        description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
-        features=evaluate_module.response_features(references=True),
-        homepage="https://github.com/gmftbyGMFTBY/PONE", reference_urls=("https://aclanthology.org/W19-2310",),
-    )
+        description=_DESCRIPTION, citation=_CITATION, arguments=_ARGUMENTS, example=_EXAMPLE,
+        features=evaluate_module.response_features(references=True), homepage="https://github.com/gmftbyGMFTBY/PONE",
+        reference_urls=("https://aclanthology.org/W19-2310",))
 
     def configure_scorer(self, hybrid="min", normalization="minmax"):
         self._scorer.set_hybrid(hybrid, normalization)

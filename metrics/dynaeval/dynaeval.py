@@ -26,29 +26,21 @@ replaced utterance or with one speaker's utterances shuffled. This is dialeval's
 `dialeval train dynaeval`; see the card for measured correlations and departures from the paper.
 """
 
-_KWARGS_DESCRIPTION = """
-Args:
+_ARGUMENTS = """\
     dialogues (`list` of `list`): one dialogue per item, its turns oldest first: either strings (speakers then
         alternate by position) or messages `{"role": ..., "content": ...}` (at most two distinct roles per dialogue).
         At least two turns each.
     batch_size (`int`, optional): utterances per encoder batch (default 32). Scores do not depend on it.
-    device (`str`, optional): "cpu", "cuda", "mps"... (default: Accelerate's choice).
-Returns:
-    scores (`list` of `float`): DynaEval score per dialogue, in input order.
-    mean_score (`float`): the mean of `scores` (the system score).
-    signature (`str`): metric, checkpoint hash and package versions that produced the scores.
-Examples:
+"""
+
+_EXAMPLE = """\
     >>> dynaeval = evaluate.load("metrics/dynaeval")  # config_name picks a checkpoint: "default" or a folder path
     >>> out = dynaeval.compute(dialogues=[["Want to get lunch?", "Yes, I'm starving!", "Pizza?", "Perfect."]])
-    >>> sorted(out)
-    ['mean_score', 'scores', 'signature']
 """
 
 
-class DynaEval(evaluate_module.DialevalMetric):
-    scorer_name = "dynaeval"
+class DynaEval(evaluate_module.DialevalMetric, scorer_name="dynaeval"):
     about = evaluate_module.About(
-        description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
-        features=evaluate_module.dialogue_features(),
-        homepage="https://github.com/e0397123/DynaEval", reference_urls=("https://aclanthology.org/2021.acl-long.441",),
-    )
+        description=_DESCRIPTION, citation=_CITATION, arguments=_ARGUMENTS, example=_EXAMPLE,
+        features=evaluate_module.dialogue_features(), homepage="https://github.com/e0397123/DynaEval",
+        reference_urls=("https://aclanthology.org/2021.acl-long.441",))

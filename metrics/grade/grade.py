@@ -24,30 +24,22 @@ most recent context turns are read (GRADE was trained on two-turn contexts). Thi
 reimplementation, trained by `dialeval train grade`; see the card for measured correlations and departures.
 """
 
-_KWARGS_DESCRIPTION = """
-Args:
+_ARGUMENTS = """\
     predictions (`list` of `str`): the responses to score.
     contexts (`list` of `list` of `str`): for each response, its context turns, oldest first (the last two are
         used). A single string per item is accepted too (one turn).
     batch_size (`int`, optional): items per forward pass (default 32). Scores do not depend on it.
-    device (`str`, optional): "cpu", "cuda", "mps"... (default: Accelerate's choice).
-Returns:
-    scores (`list` of `float`): GRADE score per item, in input order.
-    mean_score (`float`): the mean of `scores` (the system score).
-    signature (`str`): metric, checkpoint hash and package versions that produced the scores.
-Examples:
+"""
+
+_EXAMPLE = """\
     >>> grade = evaluate.load("metrics/grade")  # config_name picks a checkpoint: "default" or a folder path
     >>> out = grade.compute(predictions=["Sure, what time works for you?"],
     ...                     contexts=[["Want to get lunch?", "I'm starving, yes!"]])
-    >>> sorted(out)
-    ['mean_score', 'scores', 'signature']
 """
 
 
-class Grade(evaluate_module.DialevalMetric):
-    scorer_name = "grade"
+class Grade(evaluate_module.DialevalMetric, scorer_name="grade"):
     about = evaluate_module.About(
-        description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
-        features=evaluate_module.response_features(),
-        homepage="https://github.com/li3cmz/GRADE", reference_urls=("https://aclanthology.org/2020.emnlp-main.742",),
-    )
+        description=_DESCRIPTION, citation=_CITATION, arguments=_ARGUMENTS, example=_EXAMPLE,
+        features=evaluate_module.response_features(), homepage="https://github.com/li3cmz/GRADE",
+        reference_urls=("https://aclanthology.org/2020.emnlp-main.742",))

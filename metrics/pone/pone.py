@@ -26,30 +26,22 @@ positives. Score in (0, 1), higher is better. This implementation is dialeval's 
 all-MiniLM-L6-v2 embeddings, trained by `dialeval train pone`; see the card for measured correlations and departures.
 """
 
-_KWARGS_DESCRIPTION = """
-Args:
+_ARGUMENTS = """\
     predictions (`list` of `str`): the responses to score.
     contexts (`list` of `list` of `str`): for each response, its context turns, oldest first (the most recent
         `context_turns` of the checkpoint are read, 2 by default). A single string per item is accepted too.
     batch_size (`int`, optional): texts per encoder batch (default 32). Scores do not depend on it.
-    device (`str`, optional): "cpu", "cuda", "mps"... (default: Accelerate's choice).
-Returns:
-    scores (`list` of `float`): PONE score per item, in input order.
-    mean_score (`float`): the mean of `scores` (the system score).
-    signature (`str`): metric, checkpoint hash and package versions that produced the scores.
-Examples:
+"""
+
+_EXAMPLE = """\
     >>> pone = evaluate.load("metrics/pone")  # config_name picks a checkpoint: "default" or a folder path
-    >>> out = pone.compute(predictions=["Sure, what time works for you?"],
-    ...                    contexts=[["Want to get lunch?", "I'm starving, yes!"]])
-    >>> sorted(out)
-    ['mean_score', 'scores', 'signature']
+    >>> out = pone.compute(predictions=["Sure, what time works for you?", "Bananas are yellow."],
+    ...                    contexts=["Want to get lunch?", "Want to get lunch?"])
 """
 
 
-class Pone(evaluate_module.DialevalMetric):
-    scorer_name = "pone"
+class Pone(evaluate_module.DialevalMetric, scorer_name="pone"):
     about = evaluate_module.About(
-        description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
-        features=evaluate_module.response_features(),
-        homepage="https://github.com/gmftbyGMFTBY/PONE", reference_urls=("https://doi.org/10.1145/3423168", "https://arxiv.org/abs/2004.02399"),
-    )
+        description=_DESCRIPTION, citation=_CITATION, arguments=_ARGUMENTS, example=_EXAMPLE,
+        features=evaluate_module.response_features(), homepage="https://github.com/gmftbyGMFTBY/PONE",
+        reference_urls=("https://doi.org/10.1145/3423168", "https://arxiv.org/abs/2004.02399"))
