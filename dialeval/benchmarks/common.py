@@ -24,10 +24,11 @@ import hashlib
 import json
 import math
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import datasets
 
@@ -201,6 +202,15 @@ def read_json(path: Path) -> Any:
         raise BenchmarkDataError(path, None, None, f"invalid JSON: {err}") from err
 
 
+def read_json_list(path: Path, what: str) -> Iterator[tuple[int, dict]]:
+    """(index, item) for every item of a JSON file that holds a list of objects (``what`` names them in errors)."""
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise BenchmarkDataError(path, None, None, f"expected a JSON list of {what}, got {type(data).__name__}")
+    for i, item in enumerate(data):
+        yield i, require_mapping(item, path, i)
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
     """(line index, object) for every non-blank line; blank lines (e.g. the final newline) are whitespace."""
     with open(path, encoding="utf-8") as fh:
@@ -220,7 +230,7 @@ def read_lines(path: Path) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    return [line.removesuffix("\r") for line in lines]
 
 
 def fingerprint(files: Iterable[Path], root: Path, *extra: str) -> str:
@@ -246,12 +256,30 @@ def require_file(root: Path, relative: str) -> Path:
 
 # -- builder base -------------------------------------------------------------------------------------------------
 class DialevalBuilder(datasets.GeneratorBasedBuilder):
-    """Base for the dialeval builders: resolves ``data_dir`` and keys the cache on the source files' content.
+    """Base for the dialeval builders: resolves ``data_dir``, keys the cache on the source files' content, and
+    generates each split from :meth:`rows`.
 
-    Subclasses implement :meth:`source_files` (every file the config reads, relative to the data dir).
+    A subclass sets ``CONFIGS`` ((config name, description) pairs; the first is the default), ``SPLITS`` (or
+    ``SPLIT_FILES``, split -> source file relative to the data dir), ``FEATURES`` and ``LICENSE`` when they differ from
+    the defaults, and implements :meth:`rows` (and :meth:`source_files`, every file the config reads, unless
+    ``SPLIT_FILES`` lists them). The dataset description is the builder module's docstring.
     """
 
     VERSION = BUILDER_VERSION
+    CONFIGS: ClassVar[tuple[tuple[str, str], ...]]
+    SPLITS: ClassVar[tuple[str, ...]] = ("test",)
+    SPLIT_FILES: ClassVar[dict[str, str]] = {}
+    FEATURES: ClassVar[datasets.Features] = CORRELATION_FEATURES
+    LICENSE: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "CONFIGS" in cls.__dict__:
+            cls.BUILDER_CONFIGS = [datasets.BuilderConfig(name=name, version=cls.VERSION, description=description)
+                                   for name, description in cls.CONFIGS]
+            cls.DEFAULT_CONFIG_NAME = cls.CONFIGS[0][0]
+        if cls.__dict__.get("SPLIT_FILES"):
+            cls.SPLITS = tuple(cls.SPLIT_FILES)
 
     def __init__(self, *args, data_dir: str | os.PathLike | None = None, hash: str | None = None, **kwargs):
         root = resolve_data_dir(data_dir)
@@ -264,9 +292,29 @@ class DialevalBuilder(datasets.GeneratorBasedBuilder):
         super().__init__(*args, data_dir=str(root), hash=hash, **kwargs)
 
     @classmethod
-    def source_files(cls, config_name: str, root: Path) -> list[Path]:  # pragma: no cover - abstract
+    def source_files(cls, config_name: str, root: Path) -> list[Path]:
+        """Every file the config reads (for the cache key); by default the ``SPLIT_FILES``."""
+        if not cls.SPLIT_FILES:
+            raise NotImplementedError(f"{cls.__name__} must list its source files")
+        return [require_file(root, relative) for relative in cls.SPLIT_FILES.values()]
+
+    def rows(self, split: str) -> Iterable[dict]:
+        """The rows of ``split`` of the current config, in source order."""
         raise NotImplementedError
 
     @property
     def root(self) -> Path:
         return Path(self.config.data_dir)
+
+    def split_file(self, split: str) -> Path:
+        return self.root / self.SPLIT_FILES[split]
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(description=sys.modules[type(self).__module__].__doc__, features=self.FEATURES,
+                                    license=self.LICENSE)
+
+    def _split_generators(self, dl_manager):
+        return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split}) for split in self.SPLITS]
+
+    def _generate_examples(self, split: str):
+        yield from enumerate(self.rows(split))

@@ -22,7 +22,6 @@ from .common import (
     BenchmarkDataError,
     DialevalBuilder,
     read_jsonl,
-    require_file,
     require_key,
     require_mapping,
     require_str,
@@ -65,7 +64,7 @@ def iter_dailydialog(path: Path):
             raise BenchmarkDataError(path, i, "acts/emotions",
                                      f"lengths {len(row['utterances'])}/{len(row['acts'])}/{len(row['emotions'])} "
                                      "of utterances/acts/emotions differ")
-        yield i, row
+        yield row
 
 
 def iter_dailydialog_pp(path: Path):
@@ -77,47 +76,27 @@ def iter_dailydialog_pp(path: Path):
         row = {"id": ident, "context": require_str_list(require_key(item, "context", path, i), path, i, "context")}
         for key in DDPP_RESPONSE_FIELDS:
             row[key] = require_str_list(require_key(item, key, path, i), path, i, key)
-        yield i, row
+        yield row
 
 
 class DailyDialog(DialevalBuilder):
     """The DailyDialog corpus (config ``dailydialog``): splits train/validation/test, one row per dialogue."""
 
-    BUILDER_CONFIGS = [datasets.BuilderConfig(name="dailydialog", version=DialevalBuilder.VERSION,
-                                              description="DailyDialog corpus (ConvLab-3 unified, derived jsonl)")]
-    DEFAULT_CONFIG_NAME = "dailydialog"
+    CONFIGS = (("dailydialog", "DailyDialog corpus (ConvLab-3 unified, derived jsonl)"),)
+    SPLIT_FILES = DD_SPLITS
+    FEATURES = DAILYDIALOG_FEATURES
+    LICENSE = "CC BY-NC-SA 4.0"
 
-    @classmethod
-    def source_files(cls, config_name: str, root: Path) -> list[Path]:
-        return [require_file(root, p) for p in DD_SPLITS.values()]
-
-    def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=__doc__, features=DAILYDIALOG_FEATURES,
-                                    license="CC BY-NC-SA 4.0")
-
-    def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=s, gen_kwargs={"path": str(self.root / p)}) for s, p in DD_SPLITS.items()]
-
-    def _generate_examples(self, path: str):
-        yield from iter_dailydialog(Path(path))
+    def rows(self, split: str):
+        return iter_dailydialog(self.split_file(split))
 
 
 class DailyDialogPP(DialevalBuilder):
     """DailyDialog++ (config ``dailydialog_pp``): splits validation (dev.json) and test (test.json)."""
 
-    BUILDER_CONFIGS = [datasets.BuilderConfig(name="dailydialog_pp", version=DialevalBuilder.VERSION,
-                                              description="DailyDialog++ positives / adversarial / random negatives")]
-    DEFAULT_CONFIG_NAME = "dailydialog_pp"
+    CONFIGS = (("dailydialog_pp", "DailyDialog++ positives / adversarial / random negatives"),)
+    SPLIT_FILES = DDPP_SPLITS
+    FEATURES = DAILYDIALOG_PP_FEATURES
 
-    @classmethod
-    def source_files(cls, config_name: str, root: Path) -> list[Path]:
-        return [require_file(root, p) for p in DDPP_SPLITS.values()]
-
-    def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=__doc__, features=DAILYDIALOG_PP_FEATURES)
-
-    def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=s, gen_kwargs={"path": str(self.root / p)}) for s, p in DDPP_SPLITS.items()]
-
-    def _generate_examples(self, path: str):
-        yield from iter_dailydialog_pp(Path(path))
+    def rows(self, split: str):
+        return iter_dailydialog_pp(self.split_file(split))

@@ -23,14 +23,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import datasets
-
 from .common import (
-    CORRELATION_FEATURES,
     BenchmarkDataError,
     DialevalBuilder,
     correlation_row,
-    read_json,
+    read_json_list,
     require_file,
     require_key,
     require_mapping,
@@ -89,12 +86,8 @@ def _ratings(item: dict, aspects, file, index):
 def load_rows(root: Path, level: str) -> list[dict]:
     """Rows of ``fed_turn`` (level "turn") or ``fed_dialogue`` (level "dialogue") in file order."""
     path = require_file(root, SOURCE)
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise BenchmarkDataError(path, None, None, f"expected a JSON list of items, got {type(data).__name__}")
     rows = []
-    for i, item in enumerate(data):
-        require_mapping(item, path, i)
+    for i, item in read_json_list(path, "items"):
         is_turn = "response" in item
         if (level == "turn") != is_turn:
             continue
@@ -123,23 +116,11 @@ def load_rows(root: Path, level: str) -> list[dict]:
 class Fed(DialevalBuilder):
     """FED turn- and dialogue-level judgements (configs ``fed_turn``, ``fed_dialogue``); split ``test``."""
 
-    BUILDER_CONFIGS = [
-        datasets.BuilderConfig(name="fed_turn", version=DialevalBuilder.VERSION, description="FED turn level"),
-        datasets.BuilderConfig(name="fed_dialogue", version=DialevalBuilder.VERSION, description="FED dialogue level"),
-    ]
-    DEFAULT_CONFIG_NAME = "fed_turn"
+    CONFIGS = (("fed_turn", "FED turn level"), ("fed_dialogue", "FED dialogue level"))
 
     @classmethod
     def source_files(cls, config_name: str, root: Path) -> list[Path]:
         return [require_file(root, SOURCE)]
 
-    def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=__doc__, features=CORRELATION_FEATURES)
-
-    def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={})]
-
-    def _generate_examples(self):
-        level = self.config.name.removeprefix("fed_")
-        for i, row in enumerate(load_rows(self.root, level)):
-            yield i, row
+    def rows(self, split: str) -> list[dict]:
+        return load_rows(self.root, self.config.name.removeprefix("fed_"))

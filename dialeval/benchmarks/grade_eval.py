@@ -26,10 +26,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import datasets
-
 from .common import (
-    CORRELATION_FEATURES,
     BenchmarkAlignmentError,
     BenchmarkDataError,
     DialevalBuilder,
@@ -163,9 +160,7 @@ def load_items(root: Path) -> list[dict]:
 class GradeEval(DialevalBuilder):
     """GRADE's 1200 human-rated (context, response, reference) triples; split ``test`` only. See the module doc."""
 
-    BUILDER_CONFIGS = [datasets.BuilderConfig(name=NAME, version=DialevalBuilder.VERSION,
-                                              description="GRADE human coherence judgements")]
-    DEFAULT_CONFIG_NAME = NAME
+    CONFIGS = ((NAME, "GRADE human coherence judgements"),)
 
     @classmethod
     def source_files(cls, config_name: str, root: Path) -> list[Path]:
@@ -175,12 +170,5 @@ class GradeEval(DialevalBuilder):
         files += sorted(base.glob("human_score/*/*/human_score.txt"))
         return files
 
-    def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=__doc__, features=CORRELATION_FEATURES)
-
-    def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={})]
-
-    def _generate_examples(self):
-        for i, row in enumerate(load_items(self.root)):
-            yield i, row
+    def rows(self, split: str) -> list[dict]:
+        return load_items(self.root)

@@ -24,10 +24,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-import datasets
-
 from .common import (
-    CORRELATION_FEATURES,
     BenchmarkDataError,
     DialevalBuilder,
     correlation_row,
@@ -42,7 +39,6 @@ from .common import (
 
 NAMES = ("rade_chitchat", "rade_emotion", "rade_persona")
 ASPECTS = ("overall", "reference_overall")
-SPLITS = ("train", "validation", "test")
 SYSTEM = "unknown"
 
 
@@ -86,25 +82,15 @@ class Rade(DialevalBuilder):
     is kept and both rows of a swapped (output, reference) pair land in the same split.
     """
 
-    BUILDER_CONFIGS = [
-        datasets.BuilderConfig(name=n, version=DialevalBuilder.VERSION, description=f"RADE {n.removeprefix('rade_')}")
-        for n in NAMES
-    ]
-    DEFAULT_CONFIG_NAME = "rade_chitchat"
+    CONFIGS = tuple((name, f"RADE {name.removeprefix('rade_')}") for name in NAMES)
+    SPLITS = ("train", "validation", "test")
 
     @classmethod
     def source_files(cls, config_name: str, root: Path) -> list[Path]:
         return [require_file(root, source_path(config_name))]
 
-    def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=__doc__, features=CORRELATION_FEATURES)
-
-    def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=s, gen_kwargs={"split": s}) for s in SPLITS]
-
-    def _generate_examples(self, split: str):
-        for i, (_, row) in enumerate(iter_rows(self.root, self.config.name, split)):
-            yield i, row
+    def rows(self, split: str):
+        return (row for _, row in iter_rows(self.root, self.config.name, split))
 
 
-__all__ = ["Rade", "split_of", "iter_rows", "BenchmarkDataError"]
+__all__ = ["BenchmarkDataError", "Rade", "iter_rows", "split_of"]

@@ -21,14 +21,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import datasets
-
 from .common import (
-    CORRELATION_FEATURES,
     BenchmarkDataError,
     DialevalBuilder,
     correlation_row,
-    read_json,
+    read_json_list,
     require_file,
     require_key,
     require_mapping,
@@ -55,12 +52,8 @@ def split_context(text: str, file, index) -> list[str]:
 
 def load_rows(root: Path, name: str) -> list[dict]:
     path = require_file(root, SOURCES[name])
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise BenchmarkDataError(path, None, None, f"expected a JSON list of contexts, got {type(data).__name__}")
     rows = []
-    for i, item in enumerate(data):
-        require_mapping(item, path, i)
+    for i, item in read_json_list(path, "contexts"):
         turns = split_context(require_str(require_key(item, "context", path, i), path, i, "context"), path, i)
         fact = require_str(require_key(item, "fact", path, i), path, i, "fact", allow_empty=True)
         responses = require_key(item, "responses", path, i)
@@ -95,22 +88,11 @@ def load_rows(root: Path, name: str) -> list[dict]:
 class Usr(DialevalBuilder):
     """USR TopicalChat / PersonaChat judgements (configs ``usr_topicalchat``, ``usr_personachat``); split ``test``."""
 
-    BUILDER_CONFIGS = [
-        datasets.BuilderConfig(name=n, version=DialevalBuilder.VERSION, description=f"USR {n.split('_')[1]}")
-        for n in SOURCES
-    ]
-    DEFAULT_CONFIG_NAME = "usr_topicalchat"
+    CONFIGS = tuple((name, f"USR {name.removeprefix('usr_')}") for name in SOURCES)
 
     @classmethod
     def source_files(cls, config_name: str, root: Path) -> list[Path]:
         return [require_file(root, SOURCES[config_name])]
 
-    def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=__doc__, features=CORRELATION_FEATURES)
-
-    def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={})]
-
-    def _generate_examples(self):
-        for i, row in enumerate(load_rows(self.root, self.config.name)):
-            yield i, row
+    def rows(self, split: str) -> list[dict]:
+        return load_rows(self.root, self.config.name)
