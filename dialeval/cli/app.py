@@ -162,7 +162,7 @@ def benchmark(
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     batch_size: Annotated[int, typer.Option(help="Items per batch.")] = 32,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda, mps... (default: Accelerate picks).")] = None,
-    plot: Annotated[bool, typer.Option(help="Save a metric-vs-human scatter plot per benchmark.")] = True,
+    plot: Annotated[bool, typer.Option(help="Save a metric-vs-human scatter plot per benchmark (its main aspect, or --aspect).")] = True,
     checkpoint: Annotated[Optional[str], typer.Option(help=CHECKPOINT_HELP)] = None,
     label: Annotated[Optional[str], typer.Option(help="Name the metric in tables and files (e.g. an ablation).")] = None,
     option: Annotated[Optional[list[str]], typer.Option(help=OPTION_HELP)] = None,
@@ -180,7 +180,7 @@ def benchmark(
     else:
         names = [n for b in benchmark.split(",") for n in expand_benchmark(b.strip())]
     output_dir.mkdir(parents=True, exist_ok=True)
-    results, skipped = [], []
+    results, skipped, plot_files, not_plotted = [], [], [], []
     for m in metrics:
         scorer = _load(m, device=device, checkpoint=checkpoint, options=option)
         if label:
@@ -194,7 +194,9 @@ def benchmark(
                 continue
             results.append(res)
             if plot:
-                scatter_plot(res, output_dir / f"{m}__{name}.png", aspect=aspect)
+                drawn = scatter_plot(res, output_dir / f"{label or m}__{name}.png", aspect=aspect)
+                plot_files.extend(drawn.paths)
+                not_plotted.extend([drawn.reason] if drawn.reason else [])
     rows = [r for res in results for r in res.rows]
     typer.echo(format_table([r for r in rows if "accuracy" not in r]))
     if any("accuracy" in r for r in rows):
@@ -204,7 +206,11 @@ def benchmark(
     stem = "__".join([label or metric.replace(",", "+"), benchmark.replace(",", "+")] + ([aspect] if aspect else []))
     write_json(results, output_dir / f"{stem}.json")
     write_csv(results, output_dir / f"{stem}.csv")
-    typer.echo(f"wrote {output_dir / stem}.json, .csv" + (" and scatter plots" if plot else ""))
+    typer.echo(f"wrote {output_dir / stem}.json, {output_dir / stem}.csv")
+    for path in plot_files:
+        typer.echo(f"wrote {path}")
+    for reason in not_plotted:
+        typer.echo(f"no plot: {reason}")
     for name, sig in dict((res.metric, res.signature) for res in results).items():
         typer.echo(f"signature[{name}]: {sig}")
 

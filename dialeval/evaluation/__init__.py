@@ -1,6 +1,13 @@
 """Measuring metrics against human judgements: running a benchmark, statistics, tables and plots."""
 
 from . import stats
+from .plots import (
+    PlotOutcome,
+    plotted_aspect,
+    scatter_figure,
+    scatter_plot,
+    unplottable_reason,
+)
 from .runner import (
     BenchmarkResult,
     MetricNotApplicable,
@@ -9,10 +16,10 @@ from .runner import (
     format_table,
     markdown_report,
     run_benchmark,
-    scatter_plot,
     write_csv,
     write_json,
 )
 
-__all__ = ["BenchmarkResult", "MetricNotApplicable", "corpus_summary", "emit_measurements", "format_table",
-           "markdown_report", "run_benchmark", "scatter_plot", "stats", "write_csv", "write_json"]
+__all__ = ["BenchmarkResult", "MetricNotApplicable", "PlotOutcome", "corpus_summary", "emit_measurements",
+           "format_table", "markdown_report", "plotted_aspect", "run_benchmark", "scatter_figure", "scatter_plot",
+           "stats", "unplottable_reason", "write_csv", "write_json"]

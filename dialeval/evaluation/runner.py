@@ -206,41 +206,6 @@ def write_csv(results: list[BenchmarkResult], path: Path) -> None:
         writer.writerows(rows)
 
 
-def scatter_plot(result: BenchmarkResult, path: Path, *, aspect: str | None = None) -> Path | None:
-    """Metric vs human score, one panel per subset (cf. GRADE's Figure 4). None for discrimination results."""
-    if not result.human:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    aspect = aspect or next(iter(result.human))
-    subsets = list(dict.fromkeys(result.subsets))
-    cols = min(4, len(subsets))
-    nrows = -(-len(subsets) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 3.0 * nrows), squeeze=False)
-    scores = np.asarray(result.scores)
-    human = np.array([np.nan if v is None else v for v in result.human[aspect]], dtype=float)
-    sub = np.asarray(result.subsets)
-    rows = {(r["subset"], r["aspect"]): r for r in result.rows}
-    for ax, name in zip(axes.flat, subsets):
-        sel = (sub == name) & np.isfinite(human)
-        ax.scatter(human[sel], scores[sel], s=8, alpha=0.6)
-        r = rows.get((name, aspect))
-        title = name if r is None else f"{name}\nPearson {r['pearson_r']:.3f}, Spearman {r['spearman_r']:.3f}"
-        ax.set_title(title, fontsize=8)
-        ax.set_xlabel(f"human {aspect}", fontsize=8)
-        ax.set_ylabel(result.metric, fontsize=8)
-    for ax in list(axes.flat)[len(subsets):]:
-        ax.axis("off")
-    fig.suptitle(f"{result.metric} vs human ({result.benchmark}, {result.split})", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None or not np.isfinite(value) else f"{value:.3f}"
 
