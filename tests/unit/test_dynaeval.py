@@ -367,7 +367,7 @@ def test_training_writes_a_small_best_checkpoint_and_logs(trained):
     out, summary, _ = trained
     assert summary["pairs"]["train"] == 48 and summary["steps"] == 2 * summary["steps_per_epoch"] == 12
     assert summary["corpus"]["train"]["kept_4_to_30"] == 12 and summary["corpus"]["train"]["used"] == 12
-    assert summary["embeddings"]["encoded_texts"] == summary["unique_texts"]
+    assert summary["embeddings"]["encoded"] == summary["unique_texts"]
     assert 0.0 <= summary["test_pair_accuracy"] <= 1.0
     best = out / "best"
     files = {p.name: p for p in best.iterdir()}
@@ -383,7 +383,7 @@ def test_training_writes_a_small_best_checkpoint_and_logs(trained):
     assert any(r.get("best") for r in log if r["event"] == "eval")
     lrs = [r["lr"] for r in log if r["event"] == "train"]
     assert lrs == pytest.approx([0.001, 0.0005])  # 0.002 halved at the end of every epoch
-    for name in ("vectors.npy", "texts.json", "meta.json"):
+    for name in ("chunk_00000.npy", "chunk_00000.json", "meta.json"):  # the backbone EmbeddingStore
         assert (out / "embeddings" / name).exists()
 
 
@@ -394,7 +394,7 @@ def test_training_resumes_without_recomputing(trained):
     opts.epochs = 3
     again = run(opts)
     assert again["steps"] == 3 * summary["steps_per_epoch"]
-    assert again["embeddings"]["encoded_texts"] == 0
+    assert again["embeddings"]["encoded"] == 0
     evals = [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines()
              if json.loads(line)["event"] == "eval"]
     assert evals == sorted(set(evals))  # no step evaluated twice

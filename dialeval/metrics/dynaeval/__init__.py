@@ -5,9 +5,9 @@ The model itself (``DynaEvalConfig`` / ``DynaEvalModel``) is transformers custom
 
 - :mod:`.data` -- DailyDialog dialogues and their perturbations (utterance replacement, speaker-level shuffling) as
   seeded (original, perturbed) pairs;
-- :mod:`.embeddings` -- the on-disk cache of utterance embeddings used for training;
 - :mod:`.inputs` -- speaker ids from roles (or alternation), the response's speaker at turn level;
-- :mod:`.train` -- ``dialeval train dynaeval``;
+- :mod:`.train` -- ``dialeval train dynaeval`` (utterance embeddings kept in the backbone's
+  :class:`~dialeval.backbone.store.EmbeddingStore`);
 - :mod:`.scorer` -- :class:`~.scorer.DynaEvalScorer` (``dialeval.load_scorer("dynaeval")``);
 - :mod:`.bench` -- ``python -m dialeval.metrics.dynaeval.bench``: scoring speed on FED.
 """

@@ -5,7 +5,7 @@ Steps (each cached in the output directory, so a re-run or a resumed run skips w
    ``max_val_dialogues`` / ``max_test_dialogues`` (seeded), and up to ``perturbations`` UR / SS perturbations each
    (:mod:`~dialeval.metrics.dynaeval.data`), saved as ``pairs_<split>.jsonl``;
 2. one embedding per unique utterance text with the frozen encoder (masked mean pooling), cached in
-   ``embeddings/`` (:mod:`~dialeval.metrics.dynaeval.embeddings`): training runs only the small graph model;
+   ``embeddings/`` (:class:`~dialeval.backbone.store.EmbeddingStore`): training runs only the small graph model;
 3. margin ranking loss (margin 0.1) between the original's and the perturbation's scores, Adam (lr 0.002, L2 weight
    decay 1e-8), no gradient clipping, learning rate halved every epoch (``decay_every`` steps), seed 345678, as
    the original, but batches of 128 pairs for 2 epochs (the original: 512 pairs, 20 epochs) to fit a CPU budget;
@@ -30,10 +30,10 @@ import numpy as np
 import torch
 
 from ...backbone import Encoder, encoder_name
+from ...backbone.store import EmbeddingStore
 from ...benchmarks import load_benchmark
 from ...training import TrainingArguments, train
 from .data import STRATEGIES, DialoguePair, PairSet, build_pairs, filter_dialogues, subsample
-from .embeddings import EmbeddingCache
 
 MARGIN = 0.1
 SPLITS = ("train", "validation", "test")
@@ -118,8 +118,8 @@ def prepare_pairs(opts: DynaEvalTrainingOptions) -> tuple[dict[str, PairSet], di
 class PairBatcher:
     """Turns pairs into model inputs: the originals then the perturbations, flattened utterance rows."""
 
-    def __init__(self, pairs: PairSet, cache: EmbeddingCache, vectors: torch.Tensor) -> None:
-        self.rows = cache.rows(pairs.texts)  # text id of this split -> row of the cache
+    def __init__(self, pairs: PairSet, store: EmbeddingStore, vectors: torch.Tensor) -> None:
+        self.rows = store.rows(pairs.texts)  # text id of this split -> row of the store
         self.vectors = vectors
 
     def inputs(self, pairs: list[DialoguePair], device: torch.device) -> dict[str, torch.Tensor]:
@@ -195,10 +195,10 @@ def _run(opts: DynaEvalTrainingOptions) -> dict:
         raise ValueError("no training or validation pairs: check the data directory and the dialogue limits")
     encoder = Encoder(device=opts.device, max_length=opts.max_utterance_tokens)
     texts = list(dict.fromkeys(t for s in sets.values() for t in s.texts))
-    cache, embed_stats = EmbeddingCache.build(out / EMBEDDINGS_DIR, texts, encoder,
-                                              batch_size=opts.encode_batch_size)
-    vectors = cache.tensor()
-    batchers = {split: PairBatcher(sets[split], cache, vectors) for split in SPLITS}
+    store = EmbeddingStore(out / EMBEDDINGS_DIR, encoder, batch_size=opts.encode_batch_size)
+    embed_stats = store.ensure(texts, desc="utterance")
+    vectors = torch.from_numpy(store.matrix)
+    batchers = {split: PairBatcher(sets[split], store, vectors) for split in SPLITS}
     train_pairs, val_pairs = sets["train"].pairs, sets["validation"].pairs
     model = build_model(opts, encoder)
     del encoder
