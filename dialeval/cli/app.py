@@ -310,6 +310,8 @@ def list_() -> None:
 from .train import train_app  # noqa: E402  (the `dialeval train ...` commands)
 
 app.add_typer(train_app, name="train")
+from .export import export_command  # noqa: E402  (`dialeval export`: a Hub-ready checkpoint folder)
+app.command("export")(export_command)
 
 
 def main() -> None:  # pragma: no cover - console entry point

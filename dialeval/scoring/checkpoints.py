@@ -13,8 +13,10 @@ from importlib import resources
 from pathlib import Path
 
 # Files that make up a checkpoint. Others are ignored: `evaluate` writes lock files into a folder given as
-# ``config_name``, and a user's notes beside the weights must not change the signature.
-FINGERPRINT_SUFFIXES = (".json", ".safetensors", ".py", ".txt")
+# ``config_name``, and a user's notes beside the weights must not change the signature. The custom-code files
+# (``*.py``) that `save_pretrained` writes are left out too: scorers run the installed ``dialeval.modeling`` code,
+# never a folder's copy, so a run's ``best/`` and the same weights shipped without code have one fingerprint.
+FINGERPRINT_SUFFIXES = (".json", ".safetensors", ".txt")
 
 
 def shipped_checkpoint(metric_dir: str, train_command: str, name: str = "default") -> Path:
@@ -41,7 +43,7 @@ def resolve_checkpoint(checkpoint: str | os.PathLike | None, metric_dir: str, tr
 
 
 def checkpoint_fingerprint(path: Path) -> str:
-    """Short sha256 over the checkpoint's files (config, weights, code, tables), in sorted relative-path order."""
+    """Short sha256 over the checkpoint's files (config, weights, tables), in sorted relative-path order."""
     h = hashlib.sha256()
     for f in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in FINGERPRINT_SUFFIXES):
         h.update(str(f.relative_to(path)).encode())

@@ -492,15 +492,20 @@ def test_turn_level_scores_follow_input_order_and_design(trained, scorer):
         dialeval.load_scorer("dynaeval", checkpoint=trained[0], turn_score="mean")
 
 
-def test_missing_default_checkpoint_says_how_to_train(tmp_path):
-    from dialeval.metrics.dynaeval.scorer import resolve_checkpoint
+def test_missing_default_checkpoint_says_how_to_train(monkeypatch, tmp_path):
+    import re
 
-    with pytest.raises(FileNotFoundError, match="dialeval train dynaeval"):
-        resolve_checkpoint(tmp_path)
-    default = ROOT / "dialeval" / "checkpoints" / "dynaeval" / "default"
-    if not (default / "config.json").exists():
-        with pytest.raises(FileNotFoundError, match="dialeval train dynaeval"):
-            resolve_checkpoint(None)
+    from dialeval.errors import CheckpointNotFoundError
+    from dialeval.metrics.dynaeval.scorer import DynaEvalScorer
+    from dialeval.scoring import checkpoints
+
+    with pytest.raises(CheckpointNotFoundError, match=re.escape(f"{tmp_path} is not a dynaeval checkpoint folder")
+                       + ".*train one with `dialeval train dynaeval`"):
+        DynaEvalScorer(checkpoint=tmp_path)
+    monkeypatch.setattr(checkpoints.resources, "files", lambda package: tmp_path)  # a package without checkpoints
+    with pytest.raises(CheckpointNotFoundError, match="no shipped dynaeval checkpoint named 'default'.*"
+                       "`dialeval train dynaeval --output-dir runs/dynaeval`"):
+        DynaEvalScorer()
 
 
 def test_evaluate_module_matches_the_scorer(trained, scorer):
@@ -555,11 +560,3 @@ def test_real_dailydialog_pairs(data_dir):
     assert len(per_dialogue) == 40 and max(per_dialogue.values()) == 20
     kinds = Counter(p.kind for p in pairs.pairs)
     assert kinds["ur"] == 400 and 0 < kinds["ss"] <= 400
-
-
-def test_shipped_checkpoint_code_is_modeling_dynaeval():
-    """The custom-code copies beside the shipped weights (needed by trust_remote_code) equal modeling/dynaeval."""
-    from dialeval.metrics.dynaeval.scorer import shipped_checkpoint
-
-    for name in ("configuration_dynaeval.py", "modeling_dynaeval.py"):
-        assert (shipped_checkpoint() / name).read_bytes() == (ROOT / "modeling" / "dynaeval" / name).read_bytes(), name

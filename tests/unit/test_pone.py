@@ -470,11 +470,11 @@ def test_bad_inputs_raise_naming_item_and_field(random_checkpoints):
 
 
 def test_missing_default_checkpoint_names_the_training_command(monkeypatch, tmp_path):
-    from dialeval import checkpoint_files
-    from dialeval.metrics.pone.scorer import PoneScorer
     from dialeval.metrics.bert_ruber import scorer as ruber_scorer
+    from dialeval.metrics.pone.scorer import PoneScorer
+    from dialeval.scoring import checkpoints
 
-    monkeypatch.setattr(checkpoint_files.resources, "files", lambda pkg: tmp_path)
+    monkeypatch.setattr(checkpoints.resources, "files", lambda pkg: tmp_path)
     with pytest.raises(FileNotFoundError, match="dialeval train bert-ruber"):
         ruber_scorer.BertRuberUnrefScorer()
 
@@ -507,21 +507,6 @@ def test_evaluate_modules_match_the_scorers(random_checkpoints):
     assert len(res["scores"]) == 3 and "normalization:fixed" in res["signature"]
     with pytest.raises(ValueError, match="hybrid"):
         ruber.compute(predictions=predictions, contexts=contexts, references=references, hybrid="mean")
-
-
-def test_shipped_checkpoints_code_is_the_modeling_folder():
-    """Once default checkpoints are shipped, their custom-code copies must equal modeling/bert_ruber."""
-    from importlib import resources
-
-    shipped = [Path(str(resources.files("dialeval"))) / "checkpoints" / m / "default" for m in ("pone", "bert_ruber")]
-    shipped = [p for p in shipped if (p / "config.json").exists()]
-    if not shipped:
-        pytest.skip("no PONE / BERT-RUBER default checkpoint shipped yet (made by `dialeval train pone|bert-ruber`)")
-    for path in shipped:
-        for name in ("modeling_bert_ruber.py", "configuration_bert_ruber.py"):
-            assert (path / name).read_bytes() == (ROOT / "modeling" / "bert_ruber" / name).read_bytes(), path / name
-        model_type = json.loads((path / "config.json").read_text())["model_type"]
-        assert model_type == {"pone": "dialeval-pone", "bert_ruber": "dialeval-bert-ruber"}[path.parent.name]
 
 
 class FakeEncoder:

@@ -1,0 +1,27 @@
+"""``dialeval export``: a learned metric's checkpoint as a complete, Hub-ready folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def export_command(
+    metric: Annotated[str, typer.Option(help="Learned metric: grade, dynaeval, bert_ruber or pone.")],
+    output_dir: Annotated[Path, typer.Option(help="Folder to write (must not exist or be empty).")],
+    checkpoint: Annotated[str, typer.Option(help=(
+        "'default' (the shipped checkpoint), a checkpoint folder or a training run folder."))] = "default",
+    overwrite: Annotated[bool, typer.Option(help="Replace a non-empty output folder.")] = False,
+) -> None:
+    """Write a checkpoint with all weights, config and custom code, loadable with
+    AutoModel.from_pretrained(folder, trust_remote_code=True) without dialeval."""
+    from ..scoring.export import export_checkpoint
+
+    out = export_checkpoint(metric, checkpoint, output_dir, overwrite=overwrite)
+    files = sorted(p for p in out.rglob("*") if p.is_file())
+    for path in files:
+        typer.echo(f"{path.stat().st_size / 1e6:9.2f} MB  {path.relative_to(out)}")
+    total = sum(p.stat().st_size for p in files) / 1e6
+    typer.echo(f"exported {metric} checkpoint {checkpoint} to {out} ({len(files)} files, {total:.1f} MB)")

