@@ -3,8 +3,10 @@
 - ``scorer.py`` -- the metric on the shared scoring API: a :class:`~dialeval.scoring.learned.LearnedScorer`
   subclass that names its checkpoint folder and training command, loads its model and turns normalised items
   into model inputs (registered by name in :mod:`dialeval.scoring.registry`);
-- ``train.py`` -- its training recipe: an options dataclass, the data builder and the loss, run by the one loop in
-  :mod:`dialeval.training` (``dialeval train <metric>``);
+- ``options.py`` -- its training options, one dataclass inheriting :class:`dialeval.training.TrainingOptions`
+  (``dialeval train <metric>`` is generated from it; light to import);
+- ``train.py`` -- its training recipe, ``run(options)``: the data builder and the loss, run by the one loop in
+  :mod:`dialeval.training`;
 - the input preparation both of them share (featurisation, negatives, augmentation...), in small modules;
 - ``bench.py`` where the metric has a speed benchmark.
 

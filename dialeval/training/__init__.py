@@ -1,5 +1,9 @@
-"""The one training loop (Accelerate) that every metric's recipe runs."""
+"""Training: the one loop (Accelerate) every metric's recipe runs, its device and threads, and the options
+dataclass every recipe's options inherit (from which the CLI command and the saved config come)."""
 
-from .loop import TrainingArguments, TrainingResult, train
+from .device import DeviceUnavailable, training_device, with_torch_threads
+from .loop import TrainingArguments, TrainingResult, replace_checkpoint, train
+from .options import TrainingOptions, TrainingOptionsError, option, typer_command
 
-__all__ = ["TrainingArguments", "TrainingResult", "train"]
+__all__ = ["DeviceUnavailable", "TrainingArguments", "TrainingOptions", "TrainingOptionsError", "TrainingResult",
+           "option", "replace_checkpoint", "train", "training_device", "typer_command", "with_torch_threads"]

@@ -6,19 +6,25 @@ A metric's recipe provides the model, a function that yields the batches of an e
 epoch and seed), a loss function and a validation function; the loop does the rest. Resuming restores model,
 optimizer, scheduler and RNG states (``Accelerator.save_state``) and skips the batches of the interrupted epoch
 that were already seen, so an interrupted run continues where it stopped.
+
+The model trains on :func:`~dialeval.training.device.training_device` of ``args.device`` (an explicit ``cuda:1`` is
+honoured; unset: Accelerate's choice), the device the recipe's encoder uses too.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from .device import training_device
 
 
 @dataclass
@@ -34,12 +40,11 @@ class TrainingArguments:
     eval_every: int = 500
     log_every: int = 20
     max_steps: int | None = None
-    device: str | None = None  # None: Accelerate's choice
+    device: str | None = None  # cpu, cuda, cuda:N, mps; None: Accelerate's choice
     optimizer: str = "adamw"  # "adamw" (decoupled weight decay) or "adam" (L2 weight decay)
     lr_schedule: str = "linear"  # "linear": warm-up + linear decay; "step": lr *= step_decay_gamma every N steps
     step_decay_every: int | None = None  # "step" schedule: steps between decays (None: one epoch)
     step_decay_gamma: float = 0.5
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -85,6 +90,7 @@ def train(
     model: torch.nn.Module,
     *,
     args: TrainingArguments,
+    options: Any,
     epoch_batches: Callable[[int], Iterable[dict[str, Any]]],
     steps_per_epoch: int,
     loss_fn: Callable[[torch.nn.Module, dict[str, Any]], torch.Tensor],
@@ -95,18 +101,22 @@ def train(
     is_head: Callable[[str], bool] = lambda name: True,
     resume: bool = True,
 ) -> TrainingResult:
-    """Run the loop; the best model (by ``evaluate_fn()[selection_key]``) is written with ``save_best``."""
+    """Run the loop; the best model (by ``evaluate_fn()[selection_key]``) is written with ``save_best``.
+    ``options`` is the recipe's options dataclass, saved with the loop's settings in ``training_args.json``."""
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     set_seed(args.seed)
-    accelerator = Accelerator(cpu=args.device == "cpu")
+    # The loop places the model itself, so an explicit device (cuda:1 too) is the one used; Accelerate keeps the
+    # rest (optimizer wrapping, state saving, RNG states).
+    model.to(training_device(args.device))
+    accelerator = Accelerator(device_placement=False)
     total = steps_per_epoch * args.epochs if args.max_steps is None else min(args.max_steps, steps_per_epoch * args.epochs)
     optimizer, scheduler = _optimizer_and_schedule(model, args, is_head, total, steps_per_epoch)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    (out / "training_args.json").write_text(json.dumps(asdict(args), indent=1))
+    (out / "training_args.json").write_text(json.dumps({"options": asdict(options), "loop": asdict(args)}, indent=1))
 
     state_dir, progress_file, log_file = out / "last_state", out / "progress.json", out / "log.jsonl"
     step, best, best_step, history = 0, None, -1, []
@@ -167,6 +177,13 @@ def train(
         checkpoint(step)
     return TrainingResult(best_metric=float(best), best_step=best_step, steps=step,
                           seconds=round(time.perf_counter() - start, 1), history=history)
+
+
+def replace_checkpoint(model, path: Path, **save_kwargs: Any) -> None:
+    """``model.save_pretrained(path)``, replacing what was in ``path`` (a better checkpoint than the last)."""
+    if path.exists():
+        shutil.rmtree(path)
+    model.save_pretrained(path, **save_kwargs)
 
 
 def _log(path: Path, record: dict[str, Any]) -> None:

@@ -535,13 +535,16 @@ def test_cli_train_dynaeval_passes_options(monkeypatch, tmp_path):
 
     monkeypatch.setattr(train_module, "run", fake_run)
     res = CliRunner().invoke(app, ["train", "dynaeval", "--output-dir", str(tmp_path), "--max-dialogues", "0",
-                                   "--max-test-dialogues", "-1", "--perturbations", "4", "--lr", "0.01",
-                                   "--window", "2", "--eval-every", "5", "--device", "cpu"])
+                                   "--max-test-dialogues", "-1", "--perturbations", "4", "--learning-rate", "0.01",
+                                   "--window-past", "2", "--window-future", "2", "--eval-every", "5", "--device",
+                                   "cpu"])
     assert res.exit_code == 0, res.output
     opts = seen["opts"]
-    assert opts.max_dialogues is None and opts.max_test_dialogues == 0 and opts.perturbations == 4
+    assert (opts.max_dialogues, opts.max_test_dialogues, opts.perturbations) == (0, -1, 4)
+    data = opts.data_options()  # 0: every dialogue, -1: none
+    assert data["max_dialogues"] is None and data["max_test_dialogues"] == 0 and data["max_val_dialogues"] == 500
     assert opts.learning_rate == 0.01 and (opts.window_past, opts.window_future) == (2, 2) and opts.eval_every == 5
-    assert opts.max_val_dialogues == 500 and opts.epochs == 2 and opts.batch_size == 128 and opts.num_threads == 1
+    assert opts.max_val_dialogues == 500 and opts.epochs == 2 and opts.batch_size == 128 and opts.threads == 1
     assert "best validation pair accuracy 0.9000" in res.output
 
 

@@ -625,7 +625,7 @@ def test_pone_training_two_stages_label_filter_and_resume(fixture_data, tmp_path
     opts = PoneTrainingOptions(output_dir=str(out), data_dir=str(fixture_data), max_val_positives=12, k=1, epochs=1,
                                stage2_epochs=2, relabel_every=1, batch_size=8, candidates=10, temperature=0.1,
                                fuzzy_threshold=0.5, max_filter_rounds=10, filter_tolerance=-1, device="cpu",
-                               num_threads=1, progress_bar=False)
+                               threads=1, progress_bar=False)
     summary = run(opts)
     assert summary["variant"] == variant_name(opts) == "PONE"
     assert 0 < summary["augmented_positives"] <= 24
@@ -658,7 +658,7 @@ def test_pone_ablation_flags(fixture_data, tmp_path):
     from dialeval.metrics.pone.train import PoneTrainingOptions, run, variant_name
 
     base = dict(data_dir=str(fixture_data), max_val_positives=12, epochs=1, batch_size=8, candidates=10,
-                device="cpu", num_threads=1, progress_bar=False, embedding_dir=str(tmp_path / "shared_embeddings"))
+                device="cpu", threads=1, progress_bar=False, embedding_dir=str(tmp_path / "shared_embeddings"))
     po_lf = PoneTrainingOptions(output_dir=str(tmp_path / "po_lf"), augment=False, label_filter=False, **base)
     summary = run(po_lf)
     assert variant_name(po_lf) == "PONE-Po-LF" and summary["augmented_positives"] == 0

@@ -22,7 +22,6 @@ positives and one uniformly sampled negative response per positive; binary cross
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -33,47 +32,17 @@ import numpy as np
 import torch
 
 from ...backbone import Encoder, encoder_name
-from ...training import TrainingArguments, TrainingResult, train
-from .data import Pair, context_text, dailydialog_pairs, response_ids, uniform_negatives
 from ...backbone.store import EmbeddingStore
-
-SELECTION_KEYS = {"val_accuracy": True, "val_loss": False}  # key -> greater is better
-
-
-@dataclass
-class HeadTrainingOptions:
-    output_dir: str
-    data_dir: str | None = None
-    max_positives: int | None = 30_000
-    max_val_positives: int = 1_000
-    context_turns: int = 2
-    epochs: int = 20
-    batch_size: int = 256
-    learning_rate: float = 1e-3
-    weight_decay: float = 1e-4
-    max_grad_norm: float = 10.0
-    eval_every: int | None = None  # None: once per epoch
-    max_steps: int | None = None
-    selection: str = "val_accuracy"
-    activation: str | None = None  # None: the config's default
-    dropout: float | None = None  # None: the config's default
-    seed: int = 11
-    encode_batch_size: int = 64
-    embedding_dir: str | None = None  # None: <output_dir>/embeddings (another run's folder can be shared)
-    num_threads: int | None = None
-    device: str | None = None
-    resume: bool = True
-    progress_bar: bool | None = None
-
-    def check(self) -> None:
-        if self.selection not in SELECTION_KEYS:
-            raise ValueError(f"selection must be one of {sorted(SELECTION_KEYS)}, got {self.selection!r}")
-        for name in ("epochs", "batch_size", "max_val_positives", "context_turns"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-
-
-BertRuberTrainingOptions = HeadTrainingOptions
+from ...training import (
+    TrainingArguments,
+    TrainingResult,
+    replace_checkpoint,
+    train,
+    training_device,
+    with_torch_threads,
+)
+from .data import Pair, context_text, dailydialog_pairs, response_ids, uniform_negatives
+from .options import SELECTION_KEYS, BertRuberTrainingOptions, HeadTrainingOptions  # noqa: F401 (the Python API)
 
 
 @dataclass
@@ -128,7 +97,7 @@ def build_head_data(train_pairs: list[Pair], val_pairs: list[Pair], emb: RunEmbe
 
 
 def load_pairs(opts: HeadTrainingOptions) -> tuple[list[Pair], list[Pair]]:
-    train_pairs = dailydialog_pairs("train", context_turns=opts.context_turns, limit=opts.max_positives,
+    train_pairs = dailydialog_pairs("train", context_turns=opts.context_turns, limit=opts.max_positives or None,
                                     seed=opts.seed, data_dir=opts.data_dir)
     val_pairs = dailydialog_pairs("validation", context_turns=opts.context_turns, limit=opts.max_val_positives,
                                   seed=opts.seed, data_dir=opts.data_dir)
@@ -161,7 +130,7 @@ def head_scores(model, context: np.ndarray, response: np.ndarray, *, chunk: int 
     for start in range(0, len(context), chunk):
         c = torch.from_numpy(np.ascontiguousarray(context[start:start + chunk], dtype=np.float32)).to(device)
         r = torch.from_numpy(np.ascontiguousarray(response[start:start + chunk], dtype=np.float32)).to(device)
-        out.append(model(context_embeds=c, response_embeds=r).score.double().cpu().numpy())
+        out.append(model(context_embeds=c, response_embeds=r).score.cpu().double().numpy())  # MPS has no float64
     model.train(was_training)
     return np.concatenate(out) if out else np.zeros(0)
 
@@ -188,15 +157,9 @@ def build_model(config_cls, model_cls, data_dim: int, opts: HeadTrainingOptions,
     return model_cls(config)
 
 
-def save_checkpoint(model, path: Path) -> None:
-    if path.exists():
-        shutil.rmtree(path)
-    model.save_pretrained(path)
-
-
 def train_head(model, opts: HeadTrainingOptions, *, out: Path, data: HeadData,
                epoch_batches: Callable[[int], Iterable[dict]], steps_per_epoch: int, epochs: int,
-               learning_rate: float, weight_decay: float, extra: dict | None = None) -> TrainingResult:
+               learning_rate: float, weight_decay: float) -> TrainingResult:
     """The shared loop with the heads' settings: Adam, constant learning rate, BCE, validation per epoch."""
     if steps_per_epoch < 1:
         raise ValueError(f"fewer training positives than one batch of {opts.batch_size}: lower --batch-size or "
@@ -206,10 +169,10 @@ def train_head(model, opts: HeadTrainingOptions, *, out: Path, data: HeadData,
         weight_decay=weight_decay, max_grad_norm=opts.max_grad_norm, warmup_ratio=0.0,
         eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
         max_steps=opts.max_steps, device=opts.device, optimizer="adam", lr_schedule="step",
-        step_decay_gamma=1.0, extra={**asdict(opts), **(extra or {})},
+        step_decay_gamma=1.0,
     )
-    return train(model, args=args, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch, loss_fn=bce_loss,
-                 evaluate_fn=lambda m: evaluate_head(m, data), save_best=save_checkpoint,
+    return train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch,
+                 loss_fn=bce_loss, evaluate_fn=lambda m: evaluate_head(m, data), save_best=replace_checkpoint,
                  selection_key=opts.selection, greater_is_better=SELECTION_KEYS[opts.selection],
                  resume=opts.resume)
 
@@ -237,15 +200,14 @@ def positive_negative_batches(data: HeadData, *, context: np.ndarray, response: 
 
 def prepare(opts: HeadTrainingOptions, out: Path) -> tuple[Encoder, RunEmbeddings, list[Pair], list[Pair]]:
     opts.check()
-    if opts.num_threads:
-        torch.set_num_threads(opts.num_threads)
     out.mkdir(parents=True, exist_ok=True)
-    encoder = Encoder(device="cpu", cache_size=0)
+    encoder = Encoder(device=training_device(opts.device), cache_size=0)
     train_pairs, val_pairs = load_pairs(opts)
     folder = Path(opts.embedding_dir) if opts.embedding_dir else out / "embeddings"
     return encoder, RunEmbeddings(folder, encoder, batch_size=opts.encode_batch_size), train_pairs, val_pairs
 
 
+@with_torch_threads
 def run(opts: HeadTrainingOptions) -> dict:
     """Train BERT-RUBER's unreferenced head; returns a summary (also ``<output_dir>/summary.json``)."""
     from dialeval.modeling.bert_ruber import BertRuberConfig, BertRuberModel

@@ -21,9 +21,8 @@ Defaults (every train dialogue, 20 perturbations: ~185k training pairs, ~78k uni
 from __future__ import annotations
 
 import json
-import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -32,8 +31,22 @@ import torch
 from ...backbone import Encoder, encoder_name
 from ...backbone.store import EmbeddingStore
 from ...benchmarks import load_benchmark
-from ...training import TrainingArguments, train
-from .data import STRATEGIES, DialoguePair, PairSet, build_pairs, filter_dialogues, subsample
+from ...training import (
+    TrainingArguments,
+    replace_checkpoint,
+    train,
+    training_device,
+    with_torch_threads,
+)
+from .data import (
+    STRATEGIES,
+    DialoguePair,
+    PairSet,
+    build_pairs,
+    filter_dialogues,
+    subsample,
+)
+from .options import DynaEvalTrainingOptions, dialogue_limit
 
 MARGIN = 0.1
 SPLITS = ("train", "validation", "test")
@@ -42,43 +55,9 @@ DATA_OPTIONS_FILE = "data_options.json"
 CORPUS_STATS_FILE = "corpus_stats.json"
 
 
-@dataclass
-class DynaEvalTrainingOptions:
-    output_dir: str
-    data_dir: str | None = None
-    max_dialogues: int | None = None  # None: every train dialogue with 4-30 utterances (10,245)
-    max_val_dialogues: int | None = 500
-    max_test_dialogues: int | None = 500
-    perturbations: int = 20
-    epochs: int = 2
-    batch_size: int = 128
-    learning_rate: float = 0.002
-    weight_decay: float = 1e-8
-    decay_every: int | None = None  # steps between learning-rate halvings; None: one epoch
-    decay_gamma: float = 0.5
-    eval_every: int | None = None  # None: once per epoch
-    max_steps: int | None = None
-    seed: int = 345678
-    window_past: int = 4
-    window_future: int = 4
-    max_utterance_tokens: int = 64
-    dropout: float = 0.5
-    encode_batch_size: int = 128
-    # torch CPU threads (None or 0: torch's default). 1 by default: the model's ops are small, and on a shared 2-core
-    # machine a second OpenMP thread made training 3-6x slower (measured).
-    num_threads: int | None = 1
-    device: str | None = None
-    resume: bool = True
-
-    def data_options(self) -> dict:
-        """The options that determine the pairs (a cached run folder must have been made with the same)."""
-        return {"seed": self.seed, "perturbations": self.perturbations, "strategies": list(STRATEGIES),
-                "max_dialogues": self.max_dialogues, "max_val_dialogues": self.max_val_dialogues,
-                "max_test_dialogues": self.max_test_dialogues}
-
-
 def _limits(opts: DynaEvalTrainingOptions) -> dict[str, int | None]:
-    return {"train": opts.max_dialogues, "validation": opts.max_val_dialogues, "test": opts.max_test_dialogues}
+    return {split: dialogue_limit(n) for split, n in
+            (("train", opts.max_dialogues), ("validation", opts.max_val_dialogues), ("test", opts.max_test_dialogues))}
 
 
 def prepare_pairs(opts: DynaEvalTrainingOptions) -> tuple[dict[str, PairSet], dict]:
@@ -146,8 +125,8 @@ def evaluate_pairs(model, batcher: PairBatcher, pairs: list[DialoguePair], chunk
     wins, losses = [], []
     for start in range(0, len(pairs), chunk):
         s_orig, s_pert = pair_scores(model, batcher, pairs[start:start + chunk], device)
-        wins.append((s_orig > s_pert).double().cpu())
-        losses.append(torch.clamp(MARGIN - (s_orig - s_pert), min=0).double().cpu())
+        wins.append((s_orig > s_pert).cpu().double())  # float64 on the CPU: MPS has none
+        losses.append(torch.clamp(MARGIN - (s_orig - s_pert), min=0).cpu().double())
     model.train(was_training)
     win, loss = torch.cat(wins), torch.cat(losses)
     kinds = np.array([p.kind for p in pairs])
@@ -171,29 +150,15 @@ def build_model(opts: DynaEvalTrainingOptions, encoder: Encoder):
     return DynaEvalModel(config)
 
 
-def save_checkpoint(model, path: Path) -> None:
-    if path.exists():
-        shutil.rmtree(path)
-    model.save_pretrained(path)
-
-
+@with_torch_threads
 def run(opts: DynaEvalTrainingOptions) -> dict:
     """Train DynaEval and return a summary (also written to ``<output_dir>/summary.json``)."""
-    threads = torch.get_num_threads()
-    if opts.num_threads:
-        torch.set_num_threads(opts.num_threads)
-    try:
-        return _run(opts)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(opts: DynaEvalTrainingOptions) -> dict:
+    opts.check()
     out = Path(opts.output_dir)
     sets, corpus_stats = prepare_pairs(opts)
     if not sets["train"].pairs or not sets["validation"].pairs:
         raise ValueError("no training or validation pairs: check the data directory and the dialogue limits")
-    encoder = Encoder(device=opts.device, max_length=opts.max_utterance_tokens)
+    encoder = Encoder(device=training_device(opts.device), max_length=opts.max_utterance_tokens)
     texts = list(dict.fromkeys(t for s in sets.values() for t in s.texts))
     store = EmbeddingStore(out / EMBEDDINGS_DIR, encoder, batch_size=opts.encode_batch_size)
     embed_stats = store.ensure(texts, desc="utterance")
@@ -225,12 +190,12 @@ def _run(opts: DynaEvalTrainingOptions) -> dict:
         weight_decay=opts.weight_decay, warmup_ratio=0.0, max_grad_norm=None, optimizer="adam",
         lr_schedule="step", step_decay_every=opts.decay_every or steps_per_epoch, step_decay_gamma=opts.decay_gamma,
         eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
-        max_steps=opts.max_steps, device=opts.device, extra=asdict(opts),
+        max_steps=opts.max_steps, device=opts.device,
     )
     start = time.perf_counter()
     result = train(
-        model, args=args, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch, loss_fn=loss_fn,
-        evaluate_fn=evaluate_fn, save_best=save_checkpoint, selection_key="val_pair_accuracy",
+        model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch,
+        loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=replace_checkpoint, selection_key="val_pair_accuracy",
         greater_is_better=True, resume=opts.resume,
     )
     train_seconds = time.perf_counter() - start

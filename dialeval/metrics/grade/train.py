@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -25,35 +25,19 @@ import torch
 
 from ...backbone import Encoder
 from ...benchmarks import load_benchmark
-from ...training import TrainingArguments, train
+from ...training import (
+    TrainingArguments,
+    replace_checkpoint,
+    train,
+    training_device,
+    with_torch_threads,
+)
 from .data import GradePair, build_pairs, context_windows, load_pairs, save_pairs
 from .features import GraphFeaturizer
-from .graph import GraphTables
 from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder
 from .keywords import KeywordExtractor
-
-
-
-@dataclass
-class GradeTrainingOptions:
-    output_dir: str
-    data_dir: str | None = None
-    max_positives: int | None = 12_000
-    max_val_positives: int = 500
-    epochs: int = 1
-    batch_size: int = 16
-    learning_rate: float = 2e-5
-    head_learning_rate: float = 1e-4
-    max_seq_length: int = 128
-    trainable_encoder_layers: int = 2
-    eval_every: int = 250
-    max_steps: int | None = None
-    seed: int = 71
-    use_graph: bool = True
-    use_khop: bool = True
-    use_hop_attention: bool = True
-    device: str | None = None
-    resume: bool = True
+from .graph import GraphTables
+from .options import GradeTrainingOptions
 
 
 def _dialogues(split: str, data_dir: str | None) -> list[list[str]]:
@@ -77,7 +61,7 @@ def prepare_resources(opts: GradeTrainingOptions, encoder: Encoder) -> tuple[Key
 def prepare_pairs(opts: GradeTrainingOptions, encoder: Encoder) -> tuple[list[GradePair], list[GradePair]]:
     out = Path(opts.output_dir)
     result = []
-    for split, limit in (("train", opts.max_positives), ("validation", opts.max_val_positives)):
+    for split, limit in (("train", opts.max_positives or None), ("validation", opts.max_val_positives)):
         path = out / f"pairs_{split}.jsonl"
         if not path.exists():
             windows = context_windows(_dialogues(split, opts.data_dir))
@@ -110,17 +94,17 @@ def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
 
 def save_small_checkpoint(model, path: Path, resources_dir: Path) -> None:
     """fp16 trainable weights + config + the keyword IDF and graph tables the scorer needs."""
-    if path.exists():
-        shutil.rmtree(path)
     state = {k: v.to(torch.float16) for k, v in model.trainable_state_dict().items()}
-    model.save_pretrained(path, state_dict=state)
+    replace_checkpoint(model, path, state_dict=state)
     shutil.copy(resources_dir / KEYWORDS_FILE, path / KEYWORDS_FILE)
 
 
+@with_torch_threads
 def run(opts: GradeTrainingOptions) -> dict:
     """Train GRADE and return a summary (also written to ``<output_dir>/summary.json``)."""
+    opts.check()
     out = Path(opts.output_dir)
-    encoder = Encoder(device="cpu")
+    encoder = Encoder(device=training_device(opts.device))
     extractor, tables = prepare_resources(opts, encoder)
     train_pairs, val_pairs = prepare_pairs(opts, encoder)
     featurizer = GraphFeaturizer(tables, extractor)
@@ -166,18 +150,18 @@ def run(opts: GradeTrainingOptions) -> dict:
 
     args = TrainingArguments(
         output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
-        head_learning_rate=opts.head_learning_rate, eval_every=opts.eval_every, max_steps=opts.max_steps,
-        device=opts.device, extra={k: v for k, v in vars(opts).items()},
+        head_learning_rate=opts.head_learning_rate, eval_every=opts.eval_every or steps_per_epoch,
+        max_steps=opts.max_steps, device=opts.device,
     )
     result = train(
-        model, args=args, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch, loss_fn=loss_fn,
+        model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch, loss_fn=loss_fn,
         evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_ranking_loss", greater_is_better=False,
         is_head=lambda name: not name.startswith("encoder."), resume=opts.resume,
     )
     summary = {
         "train_pairs": len(train_pairs), "validation_pairs": len(val_pairs), "steps": result.steps,
         "best_step": result.best_step, "best_val_ranking_loss": result.best_metric, "seconds": result.seconds,
-        "history": result.history, "options": vars(opts),
+        "history": result.history, "options": asdict(opts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
+from ...training import with_torch_threads
 from ..bert_ruber.data import uniform_negatives
 from ..bert_ruber.train import (
-    HeadTrainingOptions,
     batch_dict,
     build_head_data,
     build_model,
@@ -46,52 +46,10 @@ from ..bert_ruber.train import (
 )
 from .augmentation import augment_pairs, eda_augment, generation_augment
 from .label_filter import LabelFilter
+from .options import PoneTrainingOptions
 from .sampling import WeightedNegativeSampler
 
-AUGMENTERS = ("eda", "generate")
 LOG_FILE = "log.jsonl"
-
-
-@dataclass
-class PoneTrainingOptions(HeadTrainingOptions):
-    epochs: int = 10  # stage 1 (or the only stage without the label filter)
-    augment: bool = True
-    label_filter: bool = True
-    weighted_negatives: bool = True
-    augmenter: str = "eda"
-    generator: str | None = None  # model folder or Hub id for augmenter="generate"
-    generator_max_new_tokens: int = 32
-    generator_top_p: float = 0.9
-    k: int = 2  # augmented responses per training pair
-    synonym_threshold: float = 0.8
-    eda_alpha: float = 0.1
-    candidates: int = 200  # h
-    temperature: float = 0.05  # t
-    uniform_every: int = 2
-    stage2_epochs: int = 10
-    stage2_learning_rate: float = 1e-4
-    stage2_weight_decay: float = 0.0
-    fuzzy_threshold: float = 0.05
-    fuzzy_process: str = "drop"
-    relabel_every: int = 2
-    max_filter_rounds: int = 5
-    filter_tolerance: int = 0
-
-    def check(self) -> None:
-        super().check()
-        if self.label_filter and not self.augment:
-            raise ValueError("the label filter relabels augmented positives: it needs augment=True")
-        if self.augment:
-            if self.augmenter not in AUGMENTERS:
-                raise ValueError(f"augmenter must be one of {AUGMENTERS}, got {self.augmenter!r}")
-            if self.augmenter == "generate" and not self.generator:
-                raise ValueError("augmenter='generate' needs a generator model (folder or Hub id)")
-            if self.k < 1:
-                raise ValueError(f"k (augmented responses per pair) must be >= 1, got {self.k}")
-        if self.label_filter and (self.stage2_epochs < 1 or self.relabel_every < 1):
-            raise ValueError("stage2_epochs and relabel_every must be >= 1")
-        if self.uniform_every < 0:
-            raise ValueError(f"uniform_every must be >= 0, got {self.uniform_every}")
 
 
 def variant_name(opts: PoneTrainingOptions) -> str:
@@ -140,6 +98,7 @@ def _log(out: Path, record: dict) -> None:
         fh.write(json.dumps(record) + "\n")
 
 
+@with_torch_threads
 def run(opts: PoneTrainingOptions) -> dict:
     """Train PONE (or one of its ablations); returns a summary (also ``<output_dir>/summary.json``)."""
     from dialeval.modeling.bert_ruber import PoneConfig, PoneModel
@@ -183,8 +142,7 @@ def run(opts: PoneTrainingOptions) -> dict:
         data, context=context, response=response, gold=gold, batch_size=opts.batch_size, seed=opts.seed,
         negatives=negatives(opts.weighted_negatives and not opts.label_filter))
     result = train_head(model, opts, out=first_out, data=data, epoch_batches=batches, steps_per_epoch=steps,
-                        epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay,
-                        extra={"stage": "stage1" if opts.label_filter else "single", "variant": variant_name(opts)})
+                        epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay)
     stages["stage1" if opts.label_filter else "single"] = _stage_summary(result, opts.selection)
 
     filter_rounds: list[dict] = []
@@ -240,8 +198,7 @@ def run(opts: PoneTrainingOptions) -> dict:
 
         result = train_head(model, opts, out=out, data=data, epoch_batches=stage2_batches, steps_per_epoch=n // bsz,
                             epochs=opts.stage2_epochs, learning_rate=opts.stage2_learning_rate,
-                            weight_decay=opts.stage2_weight_decay,
-                            extra={"stage": "stage2", "variant": variant_name(opts)})
+                            weight_decay=opts.stage2_weight_decay)
         stages["stage2"] = _stage_summary(result, opts.selection)
         filter_rounds = [r.to_dict() for r in lf.rounds]
 

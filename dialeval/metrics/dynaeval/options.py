@@ -1,0 +1,48 @@
+"""The options of DynaEval's training recipe (``dialeval train dynaeval``; :mod:`.train`), declared once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...training.options import TrainingOptions, option
+from .data import STRATEGIES
+
+ALL, NONE = 0, -1  # dialogue limits
+
+
+def dialogue_limit(value: int) -> int | None:
+    """A dialogue-limit option as the data builder reads it: None for all, 0 for none, else the number."""
+    return None if value == ALL else (0 if value == NONE else value)
+
+
+@dataclass(kw_only=True)
+class DynaEvalTrainingOptions(TrainingOptions):
+    """DynaEval on DailyDialog: utterance replacement + speaker-level shuffling, margin ranking loss, Adam."""
+
+    max_dialogues: int = option(ALL, min=0, help="Training dialogues sampled from DailyDialog train with 4-30 "
+                                                 "utterances (0: all, 10,245).")
+    max_val_dialogues: int = option(500, min=0, help="Validation dialogues (0: all).")
+    max_test_dialogues: int = option(500, min=NONE, help="Test dialogues for the final report (-1: none, 0: all).")
+    perturbations: int = option(20, min=1, help="Perturbed copies per dialogue (half UR, half SS).")
+    seed: int = 345678
+    epochs: int = 2
+    batch_size: int = option(128, min=1, help="Pairs (original, perturbation) per step.")
+    learning_rate: float = option(0.002, min=0, help="Adam learning rate.")
+    weight_decay: float = option(1e-8, min=0, help="Adam L2 weight decay.")
+    decay_every: int | None = option(None, min=1, help="Steps between learning-rate decays (default: one epoch).")
+    decay_gamma: float = option(0.5, min=0, help="Learning-rate factor at each decay.")
+    window_past: int = option(4, min=-1, help="Graph context window: past utterances (-1: whole dialogue).")
+    window_future: int = option(4, min=-1, help="Graph context window: future utterances (-1: whole dialogue).")
+    max_utterance_tokens: int = option(64, min=1, help="Encoder tokens per utterance.")
+    dropout: float = option(0.5, min=0, help="Dropout of the graph model.")
+    encode_batch_size: int = option(128, min=1, help="Utterances per encoder batch (embeddings are cached).")
+    # 1 by default: the model's ops are small, and on a shared 2-core machine a second OpenMP thread made training
+    # 3-6x slower (measured).
+    threads: int = 1
+
+    def data_options(self) -> dict:
+        """The options that determine the pairs (a cached run folder must have been made with the same)."""
+        return {"seed": self.seed, "perturbations": self.perturbations, "strategies": list(STRATEGIES),
+                "max_dialogues": dialogue_limit(self.max_dialogues),
+                "max_val_dialogues": dialogue_limit(self.max_val_dialogues),
+                "max_test_dialogues": dialogue_limit(self.max_test_dialogues)}

@@ -1,0 +1,29 @@
+"""The options of GRADE's training recipe (``dialeval train grade``; :mod:`.train`), declared once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...training.options import TrainingOptions, option
+
+
+@dataclass(kw_only=True)
+class GradeTrainingOptions(TrainingOptions):
+    """GRADE on DailyDialog: one lexical and one embedding negative per positive, margin ranking loss, AdamW."""
+
+    # this recipe's defaults of shared options (the field order stays the base class's)
+    seed: int = 71
+    epochs: int = 1
+    batch_size: int = option(16, min=1, help="Pairs (positive, negative) per step.")
+    learning_rate: float = option(2e-5, min=0, help="Encoder learning rate (AdamW, warm-up and linear decay).")
+    eval_every: int | None = 250
+    # GRADE's own
+    max_positives: int = option(12_000, min=0, help="Training positives sampled from DailyDialog, 2 pairs each "
+                                                    "(0: all).")
+    max_val_positives: int = option(500, min=1, help="Validation positives.")
+    head_learning_rate: float = option(1e-4, min=0, help="Learning rate of the graph and fusion modules.")
+    trainable_encoder_layers: int = option(2, min=0, help="Top encoder layers fine-tuned.")
+    max_seq_length: int = option(128, min=1, help="Tokens of the context + response text.")
+    use_graph: bool = option(True, flag="graph", help="Graph branch (off: ablation 'no graph').")
+    use_khop: bool = option(True, flag="khop", help="k-hop neighbour features (off: ablation).")
+    use_hop_attention: bool = option(True, flag="hop-attention", help="1/hop attention scaling (off: ablation).")

@@ -1,0 +1,66 @@
+"""Where a training run computes: the device (one helper for the loop and the recipes' encoders) and torch's CPU
+threads."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import torch
+
+from ..backbone.batching import resolve_device
+from ..errors import DialevalError
+
+DEVICE_FORMS = "cpu, cuda, cuda:N or mps"
+_DEVICE_PATTERN = re.compile(r"cpu|cuda(:\d+)?|mps")
+
+
+class DeviceUnavailable(DialevalError, RuntimeError):
+    """An explicitly requested device that this machine does not have."""
+
+
+def check_device_spec(spec: str | None) -> None:
+    """Raise ``ValueError`` unless ``spec`` is None or one of the accepted forms (availability is not checked)."""
+    if spec is not None and not (isinstance(spec, str) and _DEVICE_PATTERN.fullmatch(spec)):
+        raise ValueError(f"device must be {DEVICE_FORMS} (or left unset for Accelerate's choice), got {spec!r}")
+
+
+def training_device(spec: str | None) -> torch.device:
+    """The device a run trains and encodes on: ``spec`` when given (and present on this machine), else
+    Accelerate's choice. A missing device is an error, never a silent fall back to the CPU."""
+    check_device_spec(spec)
+    if spec is None:
+        return resolve_device(None)
+    device = torch.device(spec)
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise DeviceUnavailable(f"device {spec!r} was asked for, but torch sees no CUDA device here")
+        if device.index is not None and device.index >= count:
+            raise DeviceUnavailable(f"device {spec!r} was asked for, but torch sees {count} CUDA device(s) "
+                                    f"(cuda:0 to cuda:{count - 1})")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise DeviceUnavailable(f"device {spec!r} was asked for, but MPS is not available here")
+    return device
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_torch_threads(run: F) -> F:
+    """Decorate a recipe's ``run(opts)``: torch uses ``opts.threads`` CPU threads while it runs (0: torch's
+    default), and the previous count afterwards."""
+
+    @functools.wraps(run)
+    def wrapper(opts, *args, **kwargs):
+        before = torch.get_num_threads()
+        if opts.threads:
+            torch.set_num_threads(opts.threads)
+        try:
+            return run(opts, *args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+
+    return wrapper  # type: ignore[return-value]
