@@ -1,10 +1,103 @@
+"""Fixtures and small helpers shared by the unit tests (no data, fast) and the integration tests (real corpora).
+
+Helpers that test modules call at import time (constants, writers of tiny fixture folders, the fresh-process runner)
+are plain names here; pytest puts this folder on ``sys.path``, so a test module imports them with
+``from conftest import ...``.
+"""
+
+import json
 import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+#: The repository root (metrics/, modeling/, dialeval/ ...).
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Six short everyday dialogues of five turns: enough for tiny training runs and scoring checks.
+TINY_DIALOGUES = [
+    ["Do you want to go to the beach on Sunday?", "Sure, I love swimming in the sea.", "Bring a towel and some food.",
+     "I will bring sandwiches and water.", "Great, see you at noon."],
+    ["I need to buy a new phone.", "What happened to your old phone?", "I dropped it in the water.",
+     "You should buy a waterproof phone this time.", "Good idea, I will go to the store."],
+    ["Can you help me cook dinner?", "Of course, what are we making?", "A chicken soup with vegetables.",
+     "I will cut the carrots and onions.", "Thanks, I will boil the water."],
+    ["My dog is sick today.", "Oh no, did you take him to the doctor?", "Yes, the doctor gave him medicine.",
+     "I hope your dog feels better soon.", "Thank you, he is sleeping now."],
+    ["Let us watch a movie tonight.", "Which movie do you want to see?", "A funny movie with a happy ending.",
+     "I will buy the tickets online.", "Perfect, I will make popcorn."],
+    ["The train is late again.", "How long do we have to wait?", "About twenty minutes, the screen says.",
+     "Let us drink a coffee while we wait.", "Good plan, the cafe is near the station."],
+]
+
+
+def write_dailydialog(root: Path, splits: dict[str, list[list[str]]]) -> Path:
+    """A data directory holding ``dailydialog/derived/<split>.jsonl`` with the given dialogues; returns ``root``."""
+    folder = root / "dailydialog" / "derived"
+    folder.mkdir(parents=True)
+    for split, dialogues in splits.items():
+        lines = [json.dumps({"dialogue_id": f"{split}-{i}", "original_id": f"{split}-{i}", "topic": "t",
+                             "utterances": turns, "acts": ["inform"] * len(turns),
+                             "emotions": ["no emotion"] * len(turns)}) for i, turns in enumerate(dialogues)]
+        (folder / f"{split}.jsonl").write_text("".join(line + "\n" for line in lines))
+    return root
+
+
+_WITHOUT_DIALEVAL = """\
+import importlib.abc, json, sys
+
+class _Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0].startswith("dialeval"):
+            raise ImportError(f"blocked import of {name}")
+        return None
+
+sys.meta_path.insert(0, _Block())
+import torch
+from transformers import AutoModel
+
+args = sys.argv[2:]
+result = {}
+"""
+_REPORT = """
+result["dialeval_loaded"] = sorted(m for m in sys.modules if m.startswith("dialeval"))
+json.dump(result, open(sys.argv[1], "w"))
+"""
+
+
+def run_without_dialeval(code: str, *args: object, cwd: Path, pythonpath: str | None = None) -> dict:
+    """Run ``code`` in a fresh Python process in which any import of ``dialeval`` fails, as a user of a saved
+    checkpoint would load it (``trust_remote_code=True``). ``code`` sees ``torch``, ``AutoModel``, ``args`` (the
+    extra arguments as strings) and fills the dict ``result``, which is returned with ``dialeval_loaded`` added."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(cwd / "hf_modules"), TRANSFORMERS_VERBOSITY="error")
+    env.pop("PYTHONPATH", None)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    out = cwd / "without_dialeval.json"
+    script = _WITHOUT_DIALEVAL + textwrap.dedent(code) + _REPORT
+    proc = subprocess.run([sys.executable, "-c", script, str(out), *map(str, args)], cwd=str(cwd), env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """The tests' models are tiny: on a busy 2-core machine, OpenMP threads waiting on each other cost more than they
+    bring. Results do not depend on it; the thread count is restored afterwards."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,6 @@ from dialeval.benchmarks import (
 from dialeval.benchmarks.export import export_all
 from dialeval.benchmarks.fed import DIALOGUE_ASPECTS, TURN_ASPECTS, count_continuation_lines
 from dialeval.benchmarks.rade import split_of
-from dialeval.paths import DataDirNotFound, resolve_data_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -235,21 +234,13 @@ def test_export_writes_parquet_and_card(tmp_path):
 
 # -- real data ----------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def real_data():
-    try:
-        return resolve_data_dir()
-    except DataDirNotFound as err:
-        pytest.skip(f"real data not available: {err}")
-
-
-@pytest.fixture(scope="session")
-def load(real_data, tmp_path_factory):
+def load(data_dir, tmp_path_factory):
     cache = tmp_path_factory.mktemp("benchmark-cache")
     memo = {}
 
     def _load(name, split="test"):
         if (name, split) not in memo:
-            memo[name, split] = load_benchmark(name, split=split, data_dir=real_data, cache_dir=cache)
+            memo[name, split] = load_benchmark(name, split=split, data_dir=data_dir, cache_dir=cache)
         return memo[name, split]
 
     return _load
@@ -263,27 +254,27 @@ def _check_means(ds):
 
 
 @pytest.mark.data
-def test_real_grade_eval(load, real_data):
+def test_real_grade_eval(load, data_dir):
     ds = load("grade_eval")
     assert ds.num_rows == 1200
     counts = Counter(ds["subset"])
     assert len(counts) == 8 and set(counts.values()) == {150}
-    src = json.loads((real_data / "grade_eval/human_score/human_judgement.json").read_text())
+    src = json.loads((data_dir / "grade_eval/human_score/human_judgement.json").read_text())
     assert ds["response"] == [x["Response"].strip() for x in src]
     assert [[t["text"] for t in c] for c in ds["context"]] == [x["Context"].split("|||") for x in src]
     assert [r for r in ds["ratings"]] == [[[float(v) for v in json.loads(x["HumanScores"])]] for x in src]
     _check_means(ds)
     for sub in counts:
-        scores = (real_data / "grade_eval/human_score" / sub / "human_score.txt").read_text().split()
-        refs = (real_data / "grade_eval/eval_data" / sub / "human_ref.txt").read_text().splitlines()
+        scores = (data_dir / "grade_eval/human_score" / sub / "human_score.txt").read_text().split()
+        refs = (data_dir / "grade_eval/eval_data" / sub / "human_ref.txt").read_text().splitlines()
         rows = ds.filter(lambda s: s == sub, input_columns="subset")
         assert [h[0] for h in rows["human"]] == pytest.approx([float(s) for s in scores], abs=0.005 + 1e-9)
         assert [r[0] for r in rows["references"]] == [r.strip() for r in refs]
 
 
 @pytest.mark.data
-def test_real_fed(load, real_data):
-    src = json.loads((real_data / "fed/fed_data.json").read_text())
+def test_real_fed(load, data_dir):
+    src = json.loads((data_dir / "fed/fed_data.json").read_text())
     turn, dial = load("fed_turn"), load("fed_dialogue")
     assert (turn.num_rows, dial.num_rows) == (375, 125)
     # order and content match the source
@@ -313,12 +304,12 @@ def test_real_fed(load, real_data):
 
 
 @pytest.mark.data
-def test_real_usr(load, real_data):
+def test_real_usr(load, data_dir):
     for name, fname, n, per in (("usr_topicalchat", "tc_usr_data.json", 360, 6),
                                 ("usr_personachat", "pc_usr_data.json", 300, 5)):
         ds = load(name)
         assert ds.num_rows == n
-        src = json.loads((real_data / "usr" / fname).read_text())
+        src = json.loads((data_dir / "usr" / fname).read_text())
         assert ds["response"] == [r["response"].strip() for x in src for r in x["responses"]]
         assert ds["system"] == [r["model"] for x in src for r in x["responses"]]
         assert ds["knowledge"] == [x["fact"] for x in src for _ in x["responses"]]
@@ -328,12 +319,12 @@ def test_real_usr(load, real_data):
 
 
 @pytest.mark.data
-def test_real_rade(load, real_data):
+def test_real_rade(load, data_dir):
     for name, total in (("rade_chitchat", 2590), ("rade_emotion", 4822), ("rade_persona", 4800)):
         splits = {s: load(name, s) for s in ("train", "validation", "test")}
         assert sum(d.num_rows for d in splits.values()) == total
         src = [json.loads(line) for line in
-               (real_data / "rade" / name.removeprefix("rade_") / "data.jsonl").read_text().splitlines()]
+               (data_dir / "rade" / name.removeprefix("rade_") / "data.jsonl").read_text().splitlines()]
         where = {}
         for s, d in splits.items():
             idx = [int(i.rsplit("/", 1)[1]) for i in d["id"]]
@@ -353,13 +344,13 @@ def test_real_rade(load, real_data):
 
 
 @pytest.mark.data
-def test_real_dailydialog(load, real_data):
+def test_real_dailydialog(load, data_dir):
     val, test = load("dailydialog_pp", "validation"), load("dailydialog_pp", "test")
     assert (val.num_rows, test.num_rows) == (1028, 1142)
-    src = [json.loads(line) for line in (real_data / "dailydialog_plusplus/test.json").read_text().splitlines()]
+    src = [json.loads(line) for line in (data_dir / "dailydialog_plusplus/test.json").read_text().splitlines()]
     assert test["id"] == [x["id"] for x in src] and test[5]["context"] == src[5]["context"]
     counts = {s: load("dailydialog", s).num_rows for s in ("train", "validation", "test")}
     assert counts == {"train": 11118, "validation": 1000, "test": 1000}
     dd = load("dailydialog", "validation")
-    first = json.loads((real_data / "dailydialog/derived/validation.jsonl").read_text().splitlines()[0])
+    first = json.loads((data_dir / "dailydialog/derived/validation.jsonl").read_text().splitlines()[0])
     assert {k: dd[0][k] for k in first} == first

@@ -5,25 +5,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ROOT, write_dailydialog
+from conftest import TINY_DIALOGUES as DIALOGUES
 
 from dialeval.metrics.grade.train import GradeTrainingOptions, run
 
-ROOT = Path(__file__).resolve().parents[2]
-
-DIALOGUES = [
-    ["Do you want to go to the beach on Sunday?", "Sure, I love swimming in the sea.", "Bring a towel and some food.",
-     "I will bring sandwiches and water.", "Great, see you at noon."],
-    ["I need to buy a new phone.", "What happened to your old phone?", "I dropped it in the water.",
-     "You should buy a waterproof phone this time.", "Good idea, I will go to the store."],
-    ["Can you help me cook dinner?", "Of course, what are we making?", "A chicken soup with vegetables.",
-     "I will cut the carrots and onions.", "Thanks, I will boil the water."],
-    ["My dog is sick today.", "Oh no, did you take him to the doctor?", "Yes, the doctor gave him medicine.",
-     "I hope your dog feels better soon.", "Thank you, he is sleeping now."],
-    ["Let us watch a movie tonight.", "Which movie do you want to see?", "A funny movie with a happy ending.",
-     "I will buy the tickets online.", "Perfect, I will make popcorn."],
-    ["The train is late again.", "How long do we have to wait?", "About twenty minutes, the screen says.",
-     "Let us drink a coffee while we wait.", "Good plan, the cafe is near the station."],
-]
 TRIPLES = [
     ("AtLocation", "towel", "beach"), ("RelatedTo", "beach", "sea"), ("RelatedTo", "swim", "sea"),
     ("UsedFor", "phone", "call"), ("RelatedTo", "water", "sea"), ("AtLocation", "phone", "store"),
@@ -35,14 +21,7 @@ TRIPLES = [
 
 
 def _write_fixture(root: Path) -> Path:
-    dd = root / "dailydialog" / "derived"
-    dd.mkdir(parents=True)
-    for split, rows in (("train", DIALOGUES * 2), ("validation", DIALOGUES[:3]), ("test", DIALOGUES[3:])):
-        with open(dd / f"{split}.jsonl", "w") as fh:
-            for i, utts in enumerate(rows):
-                fh.write(json.dumps({"dialogue_id": f"{split}-{i}", "original_id": f"{split}-{i}", "topic": "t",
-                                     "utterances": utts, "acts": ["inform"] * len(utts),
-                                     "emotions": ["no emotion"] * len(utts)}) + "\n")
+    write_dailydialog(root, {"train": DIALOGUES * 2, "validation": DIALOGUES[:3], "test": DIALOGUES[3:]})
     cn = root / "conceptnet_cn100k"
     cn.mkdir()
     (cn / "train.txt").write_text("".join(f"{r}\t{h}\t{t}\n" for r, h, t in TRIPLES))

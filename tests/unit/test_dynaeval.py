@@ -5,10 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
-import subprocess
-import sys
-import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import ROOT, TINY_DIALOGUES, run_without_dialeval, write_dailydialog
 from dialeval.metrics.dynaeval.data import (
     PairSet,
     build_pairs,
@@ -27,44 +24,20 @@ from dialeval.metrics.dynaeval.data import (
     subsample,
 )
 from dialeval.schema import InputError
-from dialeval.modeling.dynaeval import (
-    DynaEvalConfig,
-    DynaEvalModel,
-    WeightedRGCNConv,
-    WindowEdgeAttention,
+from dialeval.modeling.dynaeval import DynaEvalConfig, DynaEvalModel, WeightedRGCNConv, WindowEdgeAttention
+from dialeval.modeling.dynaeval.modeling_dynaeval import (
     alternating_speakers,
     build_dialogue_graph,
     relation_types,
     window_edges,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-DIALOGUES = [
-    ["Do you want to go to the beach on Sunday?", "Sure, I love swimming in the sea.", "Bring a towel and some food.",
-     "I will bring sandwiches and water.", "Great, see you at noon.", "See you!"],
-    ["I need to buy a new phone.", "What happened to your old phone?", "I dropped it in the water.",
-     "You should buy a waterproof phone this time.", "Good idea, I will go to the store."],
-    ["Can you help me cook dinner?", "Of course, what are we making?", "A chicken soup with vegetables.",
-     "I will cut the carrots and onions.", "Thanks, I will boil the water.", "Dinner will be ready soon."],
-    ["My dog is sick today.", "Oh no, did you take him to the doctor?", "Yes, the doctor gave him medicine.",
-     "I hope your dog feels better soon.", "Thank you, he is sleeping now."],
-    ["Let us watch a movie tonight.", "Which movie do you want to see?", "A funny movie with a happy ending.",
-     "I will buy the tickets online.", "Perfect, I will make popcorn."],
-    ["The train is late again.", "How long do we have to wait?", "About twenty minutes, the screen says.",
-     "Let us drink a coffee while we wait.", "Good plan, the cafe is near the station."],
-    ["Hi.", "Hello."],  # too short: filtered out of training
-]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The model's ops are tiny: on a busy 2-core machine, OpenMP threads waiting on each other cost more than they
-    bring (measured: 10x slower under load). Restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# the shared tiny dialogues, two of them a turn longer, and one too short to train on (filtered out of training)
+DIALOGUES = [*(turns + more for turns, more in zip(TINY_DIALOGUES, (["See you!"], [], ["Dinner will be ready soon."],
+                                                                  [], [], []), strict=True)),
+             ["Hi.", "Hello."]]
 
 
 def tiny_config(**overrides) -> DynaEvalConfig:
@@ -295,28 +268,12 @@ def test_save_load_roundtrip_inprocess(tmp_path):
         assert torch.equal(loaded.eval()(**batch).score, model(**batch).score)
 
 
-_SUBPROCESS_CODE = textwrap.dedent(
-    """
-    import importlib.abc, json, sys
-
-    class _Block(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0].startswith("dialeval"):
-                raise ImportError(f"blocked import of {name}")
-            return None
-
-    sys.meta_path.insert(0, _Block())
-    import torch
-    from transformers import AutoModel
-
-    path, inputs, out = sys.argv[1:4]
-    model = AutoModel.from_pretrained(path, trust_remote_code=True).eval()
-    with torch.no_grad():
-        scores = model(**torch.load(inputs)).score.tolist()
-    json.dump({"scores": scores, "module": type(model).__module__,
-               "dialeval_loaded": sorted(m for m in sys.modules if m.startswith("dialeval"))}, open(out, "w"))
-    """
-)
+_LOAD_AND_SCORE = """
+model = AutoModel.from_pretrained(args[0], trust_remote_code=True).eval()
+with torch.no_grad():
+    result["scores"] = model(**torch.load(args[1])).score.tolist()
+result["module"] = type(model).__module__
+"""
 
 
 def test_trust_remote_code_load_without_dialeval(tmp_path):
@@ -326,13 +283,7 @@ def test_trust_remote_code_load_without_dialeval(tmp_path):
     torch.save(batch, tmp_path / "inputs.pt")
     with torch.no_grad():
         expected = model(**batch).score.tolist()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "hf_modules"),
-               TRANSFORMERS_VERBOSITY="error")
-    proc = subprocess.run([sys.executable, "-c", _SUBPROCESS_CODE, str(tmp_path / "ckpt"), str(tmp_path / "inputs.pt"),
-                           str(tmp_path / "out.json")], cwd=str(tmp_path), env=env, capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result = json.loads((tmp_path / "out.json").read_text())
+    result = run_without_dialeval(_LOAD_AND_SCORE, tmp_path / "ckpt", tmp_path / "inputs.pt", cwd=tmp_path)
     assert result["dialeval_loaded"] == [] and result["module"].startswith("transformers_modules")
     assert result["scores"] == expected
 
@@ -341,15 +292,7 @@ def test_trust_remote_code_load_without_dialeval(tmp_path):
 
 
 def _write_fixture(root: Path) -> Path:
-    dd = root / "dailydialog" / "derived"
-    dd.mkdir(parents=True)
-    for split, rows in (("train", DIALOGUES * 2), ("validation", DIALOGUES[:4]), ("test", DIALOGUES[3:])):
-        with open(dd / f"{split}.jsonl", "w") as fh:
-            for i, utts in enumerate(rows):
-                fh.write(json.dumps({"dialogue_id": f"{split}-{i}", "original_id": f"{split}-{i}", "topic": "t",
-                                     "utterances": utts, "acts": ["inform"] * len(utts),
-                                     "emotions": ["no emotion"] * len(utts)}) + "\n")
-    return root
+    return write_dailydialog(root, {"train": DIALOGUES * 2, "validation": DIALOGUES[:4], "test": DIALOGUES[3:]})
 
 
 @pytest.fixture(scope="module")
@@ -546,20 +489,3 @@ def test_cli_train_dynaeval_passes_options(monkeypatch, tmp_path):
     assert opts.learning_rate == 0.01 and (opts.window_past, opts.window_future) == (2, 2) and opts.eval_every == 5
     assert opts.max_val_dialogues == 500 and opts.epochs == 2 and opts.batch_size == 128 and opts.threads == 1
     assert "best validation pair accuracy 0.9000" in res.output
-
-
-@pytest.mark.data
-def test_real_dailydialog_pairs(data_dir):
-    from dialeval.benchmarks import load_benchmark
-
-    ds = load_benchmark("dailydialog", split="validation", data_dir=data_dir)
-    dialogues = list(ds["utterances"])
-    kept = filter_dialogues(dialogues)
-    assert len(dialogues) == 1000 and len(kept) == 932
-    chosen = subsample(kept, 40, seed=1, split="validation")
-    pairs = build_pairs([dialogues[i] for i in chosen], [str(i) for i in chosen], split="validation", seed=1,
-                        perturbations=20)
-    per_dialogue = Counter(p.dialogue_id for p in pairs.pairs)
-    assert len(per_dialogue) == 40 and max(per_dialogue.values()) == 20
-    kinds = Counter(p.kind for p in pairs.pairs)
-    assert kinds["ur"] == 400 and 0 < kinds["ss"] <= 400

@@ -370,17 +370,3 @@ def test_tables_build_uses_cache(tmp_path):
     (data / "train.txt").write_text("IsA\tdog\tanimal\n")
     GraphTables.build(tmp_path / "data", embedding="glove", cache_dir=cache)
     assert len(list(cache.iterdir())) == 2
-
-
-# == real data =========================================================================================================
-@pytest.mark.data
-def test_real_cn100k_counts(data_dir):
-    triples, stats = read_cn100k(data_dir / "conceptnet_cn100k")
-    assert stats["train.txt"] == {"rows": 100000, "kept": 100000, "negatives_dropped": 0}
-    assert stats["dev1.txt"]["negatives_dropped"] == 600 and stats["dev2.txt"]["negatives_dropped"] == 600
-    assert stats["test.txt"]["negatives_dropped"] == 0
-    g = ConceptGraph.from_cn100k(data_dir)
-    assert g.n_nodes == 78334 and g.n_edges == 99847
-    assert g.lookup("hockey") is not None and g.lookup("yo-yo") is not None
-    assert g.lookup("play_on_ice") == g.index["play on ice"]
-    assert ("IsA", "land", "gas") not in set(triples)  # a corrupted dev triple

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import textwrap
 
 import pytest
 import torch
+from conftest import run_without_dialeval
 
 from dialeval.modeling.grade import (
     GradeConfig,
@@ -347,32 +346,14 @@ def test_full_checkpoint_roundtrip_inprocess(tmp_path):
         torch.testing.assert_close(loaded(**batch).score, model(**batch).score, atol=0, rtol=0)
 
 
-_SUBPROCESS_CODE = textwrap.dedent(
-    """
-    import importlib.abc, json, sys
-
-    class _Block(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0].startswith("dialeval"):
-                raise ImportError(f"blocked import of {name}")
-            return None
-
-    sys.meta_path.insert(0, _Block())
-    import torch
-    from transformers import AutoModel
-
-    full, small, inputs, out = sys.argv[1:5]
-    batch = torch.load(inputs)
-    result = {}
-    for name, path in (("full", full), ("small", small)):
-        model = AutoModel.from_pretrained(path, trust_remote_code=True)
-        with torch.no_grad():
-            result[name] = model(**batch).score.tolist()
-        result[name + "_module"] = type(model).__module__
-    result["dialeval_loaded"] = sorted(m for m in sys.modules if m.startswith("dialeval"))
-    json.dump(result, open(out, "w"))
-    """
-)
+_LOAD_FULL_AND_SMALL = """
+batch = torch.load(args[2])
+for name, path in (("full", args[0]), ("small", args[1])):
+    model = AutoModel.from_pretrained(path, trust_remote_code=True)
+    with torch.no_grad():
+        result[name] = model(**batch).score.tolist()
+    result[name + "_module"] = type(model).__module__
+"""
 
 
 def test_trust_remote_code_load_without_dialeval(tmp_path, fake_base):
@@ -389,17 +370,8 @@ def test_trust_remote_code_load_without_dialeval(tmp_path, fake_base):
     with torch.no_grad():
         expected = model(**batch).score.tolist()
 
-    env = dict(os.environ)
-    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "hf_modules"),
-               PYTHONPATH=fake_base["pkg_root"], TRANSFORMERS_VERBOSITY="error")
-    out = tmp_path / "out.json"
-    proc = subprocess.run(
-        [sys.executable, "-c", _SUBPROCESS_CODE, str(tmp_path / "full"), str(tmp_path / "small"),
-         str(tmp_path / "inputs.pt"), str(out)],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result = json.loads(out.read_text())
+    result = run_without_dialeval(_LOAD_FULL_AND_SMALL, tmp_path / "full", tmp_path / "small",
+                                  tmp_path / "inputs.pt", cwd=tmp_path, pythonpath=fake_base["pkg_root"])
     assert result["dialeval_loaded"] == []
     assert result["full_module"].startswith("transformers_modules")
     assert result["full"] == expected

@@ -3,48 +3,27 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT, run_without_dialeval, write_dailydialog
+from conftest import TINY_DIALOGUES as DIALOGUES
+from dialeval.modeling.bert_ruber import (
+    BertRuberConfig,
+    BertRuberModel,
+    PoneConfig,
+    PoneModel,
+)
 
 from dialeval import InputError
-from dialeval.schema import ScoringItem
 from dialeval.metrics.pone.eda import EdaAugmenter, GloveSynonyms, detokenize, tokenize
 from dialeval.metrics.pone.label_filter import DROPPED, NEGATIVE, POSITIVE, LabelFilter
 from dialeval.metrics.pone.sampling import WeightedNegativeSampler
-from dialeval.modeling.bert_ruber import BertRuberConfig, BertRuberModel, PoneConfig, PoneModel
+from dialeval.schema import ScoringItem
 
-ROOT = Path(__file__).resolve().parents[2]
-
-DIALOGUES = [
-    ["Do you want to go to the beach on Sunday?", "Sure, I love swimming in the sea.", "Bring a towel and some food.",
-     "I will bring sandwiches and water.", "Great, see you at noon."],
-    ["I need to buy a new phone.", "What happened to your old phone?", "I dropped it in the water.",
-     "You should buy a waterproof phone this time.", "Good idea, I will go to the store."],
-    ["Can you help me cook dinner?", "Of course, what are we making?", "A chicken soup with vegetables.",
-     "I will cut the carrots and onions.", "Thanks, I will boil the water."],
-    ["My dog is sick today.", "Oh no, did you take him to the doctor?", "Yes, the doctor gave him medicine.",
-     "I hope your dog feels better soon.", "Thank you, he is sleeping now."],
-    ["Let us watch a movie tonight.", "Which movie do you want to see?", "A funny movie with a happy ending.",
-     "I will buy the tickets online.", "Perfect, I will make popcorn."],
-    ["The train is late again.", "How long do we have to wait?", "About twenty minutes, the screen says.",
-     "Let us drink a coffee while we wait.", "Good plan, the cafe is near the station."],
-]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny workloads: one thread avoids oversubscription on busy machines (results do not depend on it)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # -- EDA ----------------------------------------------------------------------------------------------------------
@@ -310,32 +289,15 @@ def test_configs_models_and_defaults():
         model(torch.randn(3, 5), torch.randn(3, 5))
 
 
-_SUBPROCESS_CODE = textwrap.dedent(
-    """
-    import importlib.abc, json, sys
-
-    class _Block(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0].startswith("dialeval"):
-                raise ImportError(f"blocked import of {name}")
-            return None
-
-    sys.meta_path.insert(0, _Block())
-    import torch
-    from transformers import AutoModel
-
-    inputs, out, *paths = sys.argv[1:]
-    c, r = torch.load(inputs)
-    result = {"types": [], "scores": []}
-    for path in paths:
-        model = AutoModel.from_pretrained(path, trust_remote_code=True).eval()
-        with torch.no_grad():
-            result["scores"].append(model(c, r).score.tolist())
-        result["types"].append([type(model).__name__, type(model).__module__, model.config.model_type])
-    result["dialeval_loaded"] = sorted(m for m in sys.modules if m.startswith("dialeval"))
-    json.dump(result, open(out, "w"))
-    """
-)
+_LOAD_AND_SCORE = """
+c, r = torch.load(args[0])
+result = {"types": [], "scores": []}
+for path in args[1:]:
+    model = AutoModel.from_pretrained(path, trust_remote_code=True).eval()
+    with torch.no_grad():
+        result["scores"].append(model(c, r).score.tolist())
+    result["types"].append([type(model).__name__, type(model).__module__, model.config.model_type])
+"""
 
 
 def test_save_load_and_trust_remote_code_without_dialeval(tmp_path):
@@ -360,14 +322,8 @@ def test_save_load_and_trust_remote_code_without_dialeval(tmp_path):
         with torch.no_grad():
             expected.append(model(c, r).score.tolist())
             assert loaded(c, r).score.tolist() == expected[-1]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "hf_modules"),
-               TRANSFORMERS_VERBOSITY="error")
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.run([sys.executable, "-c", _SUBPROCESS_CODE, str(tmp_path / "inputs.pt"),
-                           str(tmp_path / "out.json"), str(tmp_path / "ruber"), str(tmp_path / "pone")],
-                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result = json.loads((tmp_path / "out.json").read_text())
+    result = run_without_dialeval(_LOAD_AND_SCORE, tmp_path / "inputs.pt", tmp_path / "ruber", tmp_path / "pone",
+                                  cwd=tmp_path)
     assert result["dialeval_loaded"] == []
     assert [t[0] for t in result["types"]] == ["BertRuberModel", "PoneModel"]
     assert all(t[1].startswith("transformers_modules") for t in result["types"])
@@ -577,15 +533,7 @@ def test_augmentation_cache_resumes_after_a_cut_line(tmp_path):
 # -- training -----------------------------------------------------------------------------------------------------
 
 def _write_dailydialog(root: Path) -> Path:
-    dd = root / "dailydialog" / "derived"
-    dd.mkdir(parents=True)
-    for split, rows in (("train", DIALOGUES * 2), ("validation", DIALOGUES[:3]), ("test", DIALOGUES[3:])):
-        with open(dd / f"{split}.jsonl", "w") as fh:
-            for i, utts in enumerate(rows):
-                fh.write(json.dumps({"dialogue_id": f"{split}-{i}", "original_id": f"{split}-{i}", "topic": "t",
-                                     "utterances": utts, "acts": ["inform"] * len(utts),
-                                     "emotions": ["no emotion"] * len(utts)}) + "\n")
-    return root
+    return write_dailydialog(root, {"train": DIALOGUES * 2, "validation": DIALOGUES[:3], "test": DIALOGUES[3:]})
 
 
 @pytest.fixture(scope="module")
@@ -674,15 +622,3 @@ def test_pone_ablation_flags(fixture_data, tmp_path):
     with pytest.raises(ValueError, match="generator"):
         run(PoneTrainingOptions(output_dir=str(tmp_path / "bad2"), augmenter="generate", **base))
 
-
-@pytest.mark.data
-def test_real_dailydialog_pairs(data_dir):
-    from dialeval.metrics.bert_ruber.data import dailydialog_pairs
-
-    pairs = dailydialog_pairs("validation", context_turns=2, limit=None, seed=0, data_dir=str(data_dir))
-    assert 6_000 < len(pairs) < 8_000
-    assert all(1 <= len(p.context) <= 2 and p.response.strip() for p in pairs)
-    assert len(set(pairs)) == len(pairs)
-    sub = dailydialog_pairs("validation", context_turns=2, limit=100, seed=0, data_dir=str(data_dir))
-    assert len(sub) == 100 and sub == dailydialog_pairs("validation", context_turns=2, limit=100, seed=0,
-                                                        data_dir=str(data_dir))

@@ -1,0 +1,50 @@
+"""Metric data pipelines on the real corpora (``../shared/data``): skipped with the reason when the data is absent."""
+
+from collections import Counter
+
+import pytest
+
+from dialeval.benchmarks import load_benchmark
+from dialeval.metrics.bert_ruber.data import dailydialog_pairs
+from dialeval.metrics.dynaeval.data import build_pairs, filter_dialogues, subsample
+from dialeval.metrics.grade.conceptnet import read_cn100k
+from dialeval.metrics.grade.graph import ConceptGraph
+
+
+@pytest.mark.data
+def test_dynaeval_pairs_from_real_dailydialog(data_dir):
+    ds = load_benchmark("dailydialog", split="validation", data_dir=data_dir)
+    dialogues = list(ds["utterances"])
+    kept = filter_dialogues(dialogues)
+    assert len(dialogues) == 1000 and len(kept) == 932
+    chosen = subsample(kept, 40, seed=1, split="validation")
+    pairs = build_pairs([dialogues[i] for i in chosen], [str(i) for i in chosen], split="validation", seed=1,
+                        perturbations=20)
+    per_dialogue = Counter(p.dialogue_id for p in pairs.pairs)
+    assert len(per_dialogue) == 40 and max(per_dialogue.values()) == 20
+    kinds = Counter(p.kind for p in pairs.pairs)
+    assert kinds["ur"] == 400 and 0 < kinds["ss"] <= 400
+
+
+@pytest.mark.data
+def test_bert_ruber_pairs_from_real_dailydialog(data_dir):
+    pairs = dailydialog_pairs("validation", context_turns=2, limit=None, seed=0, data_dir=str(data_dir))
+    assert 6_000 < len(pairs) < 8_000
+    assert all(1 <= len(p.context) <= 2 and p.response.strip() for p in pairs)
+    assert len(set(pairs)) == len(pairs)
+    sub = dailydialog_pairs("validation", context_turns=2, limit=100, seed=0, data_dir=str(data_dir))
+    assert len(sub) == 100 and sub == dailydialog_pairs("validation", context_turns=2, limit=100, seed=0,
+                                                        data_dir=str(data_dir))
+
+
+@pytest.mark.data
+def test_grade_concept_graph_from_real_cn100k(data_dir):
+    triples, stats = read_cn100k(data_dir / "conceptnet_cn100k")
+    assert stats["train.txt"] == {"rows": 100000, "kept": 100000, "negatives_dropped": 0}
+    assert stats["dev1.txt"]["negatives_dropped"] == 600 and stats["dev2.txt"]["negatives_dropped"] == 600
+    assert stats["test.txt"]["negatives_dropped"] == 0
+    g = ConceptGraph.from_cn100k(data_dir)
+    assert g.n_nodes == 78334 and g.n_edges == 99847
+    assert g.lookup("hockey") is not None and g.lookup("yo-yo") is not None
+    assert g.lookup("play_on_ice") == g.index["play on ice"]
+    assert ("IsA", "land", "gas") not in set(triples)  # a corrupted dev triple
