@@ -12,15 +12,19 @@ import pytest
 import torch
 
 from dialeval.metrics.grade import keywords as kwmod
-from dialeval.metrics.grade.features import GraphFeaturizer, collate
-from dialeval.metrics.grade.graph import (
-    ConceptGraph,
-    GraphTables,
+from dialeval.metrics.grade.conceptnet import (
     conceptnet_term,
     read_cn100k,
     read_conceptnet_assertions,
 )
-from dialeval.metrics.grade.keywords import KeywordExtractor, SpacyModelNotFound, normalize_text
+from dialeval.metrics.grade.features import GraphFeaturizer, collate
+from dialeval.metrics.grade.graph import ConceptGraph
+from dialeval.metrics.grade.keywords import (
+    KeywordExtractor,
+    SpacyModelNotFound,
+    normalize_text,
+)
+from dialeval.metrics.grade.tables import GraphTables
 
 
 # -- a stub spaCy pipeline: "word/TAG/lemma" tokens separated by spaces -----------------------------------------------
@@ -152,7 +156,8 @@ def test_conceptnet_csv_reader(tmp_path):
 
 
 def test_numberbatch_reader(tmp_path):
-    from dialeval.metrics.grade.graph import node_embeddings, read_numberbatch
+    from dialeval.metrics.grade.conceptnet import read_numberbatch
+    from dialeval.metrics.grade.node_embeddings import node_embeddings
 
     path = tmp_path / "numberbatch-en.txt.gz"
     with gzip.open(path, "wt", encoding="utf-8") as fh:
@@ -370,3 +375,44 @@ def test_tables_build_uses_cache(tmp_path):
     (data / "train.txt").write_text("IsA\tdog\tanimal\n")
     GraphTables.build(tmp_path / "data", embedding="glove", cache_dir=cache)
     assert len(list(cache.iterdir())) == 2
+
+
+# == module layout: the experiment command sits on top, nothing used for scoring imports it ===========================
+def test_scoring_and_training_do_not_import_the_experiment_module():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import dialeval.metrics.grade.graph\n"
+        "assert not {'dialeval.metrics.grade.node_embeddings', 'dialeval.metrics.grade.tables'} & set(sys.modules)\n"
+        "import dialeval.metrics.grade.scorer, dialeval.metrics.grade.train, dialeval.metrics.grade.coverage\n"
+        "print('dialeval.metrics.grade.graph_experiments' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_edge_auc_ranks_positive_pairs_above_negative_ones():
+    from dialeval.metrics.grade.graph_experiments import edge_auc
+
+    emb = np.array([[1, 0], [1, 0], [0, 1], [0, 0]], dtype=np.float32)  # node 3 has no vector: cosine 0
+    same, orthogonal, zero = [0, 1], [0, 2], [0, 3]
+    assert edge_auc(emb, np.array([same]), np.array([orthogonal, zero])) == 1.0
+    assert edge_auc(emb, np.array([orthogonal]), np.array([same])) == 0.0
+    assert edge_auc(emb, np.array([orthogonal]), np.array([zero])) == 0.5  # a tie counts half
+
+
+def test_experiment_command_builds_and_saves_tables(tmp_path, capsys):
+    from dialeval.metrics.grade.graph_experiments import main
+
+    data = tmp_path / "data" / "conceptnet_cn100k"
+    data.mkdir(parents=True)
+    (data / "train.txt").write_text("IsA\tdog\tanimal\nAtLocation\tcup\ttable\n")
+    rc = main(["build", "--data-dir", str(tmp_path / "data"), "--embedding", "glove",
+               "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("tables: 4 nodes, 4 edges, dim 50")
+    assert "embeddings.safetensors:" in printed
+    assert GraphTables.load(tmp_path / "out", verify=True).graph.names == ["animal", "cup", "dog", "table"]

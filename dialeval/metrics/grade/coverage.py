@@ -43,8 +43,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .features import GraphFeaturizer
-from .graph import DEFAULT_EMBEDDING, DEFAULT_MAX_DEPTH, ConceptGraph, GraphTables
+from .graph import DEFAULT_MAX_DEPTH, ConceptGraph
 from .keywords import KeywordExtractor
+from .node_embeddings import DEFAULT_EMBEDDING
+from .tables import GraphTables
 
 __all__ = ["grade_eval_pairs", "dailydialog_pairs", "coverage_stats", "main"]
 

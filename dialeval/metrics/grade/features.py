@@ -48,8 +48,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .graph import DEFAULT_UNLIMITED_HOP, GraphTables
+from .graph import DEFAULT_UNLIMITED_HOP
 from .keywords import KeywordExtractor
+from .tables import GraphTables
 
 __all__ = ["GraphFeaturizer", "collate"]
 

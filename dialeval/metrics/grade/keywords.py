@@ -295,7 +295,7 @@ class KeywordExtractor:
         import hashlib
 
         from ...benchmarks import load_benchmark
-        from .graph import default_cache_dir
+        from .cache import default_cache_dir
 
         utterances: list[str] = []
         for split in splits:

@@ -23,9 +23,9 @@ from ...backbone.batching import length_sorted_batches
 from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer, load_pretrained
 from .features import GraphFeaturizer
-from .graph import GraphTables
 from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder
 from .keywords import KeywordExtractor
+from .tables import GraphTables
 
 # Token lengths are padded up to a multiple of this, so an item's shape does not depend on its batch.
 LENGTH_BUCKET = 16

@@ -2,7 +2,7 @@
 
 Steps (each cached in the output directory, so a re-run or a resumed run skips what is done):
 1. keyword IDF fitted on all DailyDialog utterances (train + validation + test, as the original);
-2. the ConceptNet graph tables (:class:`~dialeval.metrics.grade.graph.GraphTables`);
+2. the ConceptNet graph tables (:class:`~dialeval.metrics.grade.tables.GraphTables`);
 3. training and validation pairs with one lexical (BM25) and one embedding negative per positive
    (:mod:`~dialeval.metrics.grade.data`), subsampled to ``max_positives`` / ``max_val_positives``;
 4. margin ranking loss (margin 0.1) between the positive and negative scores, AdamW, linear warm-up (10%) and
@@ -36,8 +36,8 @@ from .data import GradePair, build_pairs, context_windows, load_pairs, save_pair
 from .features import GraphFeaturizer
 from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder
 from .keywords import KeywordExtractor
-from .graph import GraphTables
 from .options import GradeTrainingOptions
+from .tables import GraphTables
 
 
 def _dialogues(split: str, data_dir: str | None) -> list[list[str]]:

@@ -1,0 +1,272 @@
+"""GRADE's graph tables: the concept graph with its node vectors and the queries GRADE features need.
+
+:class:`GraphTables` is everything scoring needs from the graph (keyword alignment, hops, neighbour features);
+the shipped checkpoint keeps one in its ``graph/`` folder, read by :meth:`GraphTables.load`.
+
+Neighbours (:meth:`GraphTables.neighbour_ids`): 1-hop = successors, 2-hop = successors of successors except the
+concept itself (1-hop nodes may recur, as in the original); each list without duplicates; the top ``n`` by cosine
+to the concept's embedding (ties by node id), only among neighbours with a non-zero vector; a concept without a
+vector ranks by cosine to the mean of its candidates. Fewer than ``n`` -> all of them (the original sampled with
+replacement up to ``n``, which only re-weights the mean); none -> zero vector. Feature = mean of the selected
+neighbours' vectors (:meth:`GraphTables.node_features`).
+
+Tables
+------
+Folder with ``nodes.txt`` (one name per line, line = node id), ``graph.safetensors`` (``indptr`` int64,
+``indices`` int32, ``edge_relation`` int16), ``embeddings.safetensors`` (``embeddings`` fp16 [N, D]) and
+``meta.json`` (format, source, counts, relations, embedding kind and dims, sha256 of the source files and of the
+saved files, settings). For ConceptNet-100K with reverse edges: nodes.txt 1.33 MB, graph.safetensors 1.82 MB,
+embeddings.safetensors 7.83 MB, meta.json 3 kB; loading takes 0.1 s.
+:meth:`GraphTables.build` caches the folder under ``cache_dir`` keyed by the source hashes and settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .cache import default_cache_dir, sha256_file
+from .conceptnet import CN100K_FILES, CN100K_FOLDER
+from .graph import DEFAULT_MAX_DEPTH, DEFAULT_UNLIMITED_HOP, ConceptGraph
+from .node_embeddings import DEFAULT_EMBEDDING, node_embeddings, unit_rows
+
+__all__ = ["MAX_TABLE_FILE_BYTES", "TABLES_FORMAT", "TABLES_VERSION", "GraphTables"]
+
+TABLES_FORMAT = "dialeval-grade-graph-tables"
+TABLES_VERSION = 1
+BUILDER_VERSION = 1  # bump when a change to the readers / embeddings changes built tables (invalidates caches)
+MAX_TABLE_FILE_BYTES = 10 * 1024 * 1024
+
+
+class GraphTables:
+    """Graph + node embeddings + the queries GRADE features need (alignment, hops, neighbour features).
+
+    ``embeddings`` are kept in memory as float32 copies of the fp16 values that are saved, so a built table and
+    its reloaded copy give identical features.
+    """
+
+    def __init__(
+        self,
+        graph: ConceptGraph,
+        embeddings: np.ndarray,
+        meta: dict[str, Any] | None = None,
+        *,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        unlimited_hop: int = DEFAULT_UNLIMITED_HOP,
+    ) -> None:
+        if embeddings.shape[0] != graph.n_nodes:
+            raise ValueError(f"{embeddings.shape[0]} embedding rows for {graph.n_nodes} nodes")
+        self.graph = graph
+        self.embeddings = np.asarray(embeddings, dtype=np.float16).astype(np.float32)
+        self._unit = unit_rows(self.embeddings)
+        self._nonzero = np.abs(self.embeddings).sum(axis=1) > 0
+        self.meta: dict[str, Any] = dict(meta or {})
+        self.max_depth = int(max_depth)
+        self.unlimited_hop = int(unlimited_hop)
+        self._features: dict[tuple[int, int, int], np.ndarray] = {}
+
+    @property
+    def dim(self) -> int:
+        return int(self.embeddings.shape[1])
+
+    @property
+    def n_nodes(self) -> int:
+        return self.graph.n_nodes
+
+    def lookup(self, keyword: str) -> int | None:
+        return self.graph.lookup(keyword)
+
+    def hops(self, sources: Sequence[int | None], targets: Sequence[int | None]) -> np.ndarray:
+        return self.graph.hops(sources, targets, max_depth=self.max_depth, unlimited_hop=self.unlimited_hop)
+
+    # -- neighbours ------------------------------------------------------------------------------------------------
+    def _top(self, node: int, candidates: np.ndarray, n: int) -> np.ndarray:
+        candidates = candidates[self._nonzero[candidates]]
+        if candidates.size <= n:
+            return np.sort(candidates)
+        ref = self._unit[node]
+        if not self._nonzero[node]:
+            ref = unit_rows(self.embeddings[candidates].mean(axis=0, keepdims=True))[0]
+        cos = self._unit[candidates] @ ref
+        order = np.lexsort((candidates, -cos))
+        return np.sort(candidates[order[:n]])
+
+    def neighbour_ids(self, node: int, n1: int = 10, n2: int = 10) -> tuple[np.ndarray, np.ndarray]:
+        """Selected 1-hop and 2-hop neighbour ids of ``node`` (sorted), see the module docstring."""
+        g = self.graph
+        first = np.unique(g.successors(node)).astype(np.int64)
+        second = np.unique(g._gather(g.indptr, g.indices, first)).astype(np.int64)
+        second = second[second != node]
+        return self._top(node, first, n1), self._top(node, second, n2)
+
+    def node_features(self, node: int, n1: int = 10, n2: int = 10) -> np.ndarray:
+        """[3, D] float32: concept vector, mean of the selected 1-hop and of the 2-hop neighbours (zeros if none)."""
+        key = (int(node), int(n1), int(n2))
+        hit = self._features.get(key)
+        if hit is None:
+            s1, s2 = self.neighbour_ids(node, n1, n2)
+            hit = np.zeros((3, self.dim), dtype=np.float32)
+            hit[0] = self.embeddings[node]
+            if s1.size:
+                hit[1] = self.embeddings[s1].mean(axis=0)
+            if s2.size:
+                hit[2] = self.embeddings[s2].mean(axis=0)
+            hit.setflags(write=False)
+            self._features[key] = hit
+        return hit
+
+    # -- persistence -----------------------------------------------------------------------------------------------
+    def save(self, directory: str | os.PathLike) -> dict[str, int]:
+        """Write the folder; returns ``{file: bytes}``. Raises if a file exceeds 10 MiB (``MAX_TABLE_FILE_BYTES``)
+        unless ``meta["allow_large_files"]`` is true (full ConceptNet builds)."""
+        from safetensors.numpy import save_file
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        g = self.graph
+        (d / "nodes.txt").write_text("".join(n + "\n" for n in g.names), encoding="utf-8")
+        save_file(
+            {"indptr": g.indptr, "indices": g.indices, "edge_relation": g.edge_relation},
+            str(d / "graph.safetensors"),
+        )
+        save_file({"embeddings": self.embeddings.astype(np.float16)}, str(d / "embeddings.safetensors"))
+        files = ["nodes.txt", "graph.safetensors", "embeddings.safetensors"]
+        sizes = {f: (d / f).stat().st_size for f in files}
+        meta = {
+            **self.meta,
+            "format": TABLES_FORMAT,
+            "version": TABLES_VERSION,
+            "n_nodes": g.n_nodes,
+            "n_edges": g.n_edges,
+            "relations": g.relations,
+            "graph": g.meta,
+            "embedding_dim": self.dim,
+            "max_depth": self.max_depth,
+            "unlimited_hop": self.unlimited_hop,
+            "files": {f: {"bytes": sizes[f], "sha256": sha256_file(d / f)} for f in files},
+        }
+        (d / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        sizes["meta.json"] = (d / "meta.json").stat().st_size
+        too_big = {f: b for f, b in sizes.items() if b > MAX_TABLE_FILE_BYTES}
+        if too_big and not self.meta.get("allow_large_files"):
+            raise ValueError(f"table files over {MAX_TABLE_FILE_BYTES} bytes: {too_big}")
+        return sizes
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike, *, verify: bool = False, **kwargs) -> GraphTables:
+        """Read a folder written by :meth:`save` (``verify=True`` checks the sha256 of every file)."""
+        from safetensors.numpy import load_file
+
+        d = Path(directory)
+        meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
+        if meta.get("format") != TABLES_FORMAT:
+            raise ValueError(f"{d} is not a GRADE graph-tables folder (format={meta.get('format')!r})")
+        if meta.get("version") != TABLES_VERSION:
+            raise ValueError(f"{d}: tables version {meta.get('version')} (this code reads {TABLES_VERSION})")
+        if verify:
+            for f, info in meta["files"].items():
+                if sha256_file(d / f) != info["sha256"]:
+                    raise ValueError(f"{d / f}: sha256 does not match meta.json")
+        names = (d / "nodes.txt").read_text(encoding="utf-8").split("\n")[:-1]
+        arrays = load_file(str(d / "graph.safetensors"))
+        emb = load_file(str(d / "embeddings.safetensors"))["embeddings"]
+        graph = ConceptGraph(
+            names, arrays["indptr"], arrays["indices"], arrays["edge_relation"], meta.get("relations", ()),
+            meta.get("graph"),
+        )
+        own = {k: v for k, v in meta.items() if k not in ("relations", "graph", "files", "format", "version")}
+        kwargs.setdefault("max_depth", meta.get("max_depth", DEFAULT_MAX_DEPTH))
+        kwargs.setdefault("unlimited_hop", meta.get("unlimited_hop", DEFAULT_UNLIMITED_HOP))
+        return cls(graph, emb, own, **kwargs)
+
+    @classmethod
+    def build(
+        cls,
+        data_dir: str | os.PathLike | None = None,
+        *,
+        embedding: str = DEFAULT_EMBEDDING,
+        conceptnet_csv: str | os.PathLike | None = None,
+        reverse_edges: bool = True,
+        cache_dir: str | os.PathLike | None = None,
+        use_cache: bool = True,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        unlimited_hop: int = DEFAULT_UNLIMITED_HOP,
+        encoder=None,
+    ) -> GraphTables:
+        """Build (or reuse from ``cache_dir``) the tables for ConceptNet-100K of ``data_dir``, or for the
+        ConceptNet 5 assertions CSV at ``conceptnet_csv``. The cache key hashes the source files, the settings and
+        the tables format; a cached folder is loaded instead of rebuilt."""
+        from ...paths import data_file
+
+        if conceptnet_csv is not None:
+            sources = [Path(conceptnet_csv)]
+            source = f"conceptnet_assertions:{Path(conceptnet_csv).name}"
+        else:
+            folder = data_file(CN100K_FOLDER, data_dir)
+            sources = [folder / f for f in CN100K_FILES if (folder / f).exists()]
+            source = CN100K_FOLDER
+        hashes = {p.name: sha256_file(p) for p in sources}
+        if embedding.startswith("numberbatch:"):
+            nb_path = embedding.split(":", 1)[1]
+            nb_path = nb_path.removesuffix("-retrofit")
+            hashes["numberbatch"] = sha256_file(nb_path)
+        if embedding.startswith("minilm"):
+            from ...backbone import default_encoder_path, weights_fingerprint
+
+            hashes["encoder"] = encoder.fingerprint if encoder is not None else weights_fingerprint(
+                default_encoder_path()
+            )
+        settings = {
+            "embedding": embedding, "reverse_edges": bool(reverse_edges), "format": TABLES_VERSION,
+            "builder": BUILDER_VERSION,
+        }
+        key = hashlib.sha256(json.dumps([hashes, settings], sort_keys=True).encode()).hexdigest()[:16]
+        kind_tag = embedding.split(":", 1)[0]
+        cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        folder_out = cache / f"tables_{source.split(':')[0]}_{kind_tag}_{key}"
+        if use_cache and (folder_out / "meta.json").exists():
+            return cls.load(folder_out, max_depth=max_depth, unlimited_hop=unlimited_hop)
+        t0 = time.perf_counter()
+        if conceptnet_csv is not None:
+            graph = ConceptGraph.from_conceptnet_csv(conceptnet_csv, reverse_edges=reverse_edges)
+        else:
+            graph = ConceptGraph.from_cn100k(data_dir, reverse_edges=reverse_edges)
+        t_graph = time.perf_counter() - t0
+        emb, emb_info = node_embeddings(graph, embedding, encoder=encoder)
+        meta = {
+            "source": source,
+            "source_sha256": hashes,
+            "cache_key": key,
+            "settings": settings,
+            "embedding": emb_info,
+            "build_seconds": {"graph": round(t_graph, 2), "embeddings": emb_info["seconds"]},
+            "allow_large_files": conceptnet_csv is not None,
+        }
+        tables = cls(graph, emb, meta, max_depth=max_depth, unlimited_hop=unlimited_hop)
+        if use_cache:
+            folder_out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=folder_out.name + ".", dir=folder_out.parent))
+            try:
+                tables.save(tmp)
+                os.chmod(tmp, 0o755)
+                for f in tmp.iterdir():
+                    os.chmod(f, 0o644)
+                if (folder_out / "meta.json").exists():  # built concurrently by another process
+                    shutil.rmtree(tmp)
+                else:
+                    if folder_out.exists():
+                        shutil.rmtree(folder_out)
+                    os.replace(tmp, folder_out)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        return tables
