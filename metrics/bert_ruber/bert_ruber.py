@@ -20,8 +20,9 @@ _CITATION = """\
 _DESCRIPTION = """\
 BERT-RUBER combines an unreferenced score (a network trained to tell the true response to a context from random
 ones, reading frozen BERT-style sentence embeddings) with a referenced score (cosine between the sentence embeddings
-of the response and of the reference). Both are min-max normalised over the scored items and combined with min
-(default) or max. This implementation is dialeval's reimplementation on frozen all-MiniLM-L6-v2 embeddings, trained
+of the response and of the reference). Each is mapped to [0, 1] with a range fixed at training time and stored in
+the checkpoint (min and max on DailyDialog validation data), so an item's score never depends on the other items;
+the two are combined with min (default) or max. This implementation is dialeval's reimplementation on frozen all-MiniLM-L6-v2 embeddings, trained
 by `dialeval train bert-ruber`; see the card for measured correlations and departures.
 """
 
@@ -32,9 +33,10 @@ _ARGUMENTS = """\
     references (`list` of `list` of `str`): one or more reference responses per item (the best cosine is kept).
         A single string per item is accepted too.
     hybrid (`str`, optional): "min" (default) or "max" of the two normalised scores.
-    normalization (`str`, optional): "minmax" (default, as the original: rescaled over the items of this call, so
-        it needs at least two items with different scores) or "fixed" (each item on its own: the unreferenced score
-        as is, the cosine mapped to (1 + cos) / 2).
+    normalization (`str`, optional): "calibrated" (default: each score mapped with the checkpoint's fixed range,
+        clip((s - low) / (high - low), 0, 1), item by item) or "minmax_over_call" (the original's behaviour:
+        rescaled over the items of this call, so a score depends on the other items and at least two items with
+        different scores are needed).
     batch_size (`int`, optional): texts per encoder batch (default 32). Scores do not depend on it.
 """
 
@@ -52,5 +54,5 @@ class BertRuber(evaluate_module.DialevalMetric, scorer_name="bert_ruber"):
         features=evaluate_module.response_features(references=True), homepage="https://github.com/gmftbyGMFTBY/PONE",
         reference_urls=("https://aclanthology.org/W19-2310",))
 
-    def configure_scorer(self, hybrid="min", normalization="minmax"):
+    def configure_scorer(self, hybrid="min", normalization="calibrated"):
         self._scorer.set_hybrid(hybrid, normalization)

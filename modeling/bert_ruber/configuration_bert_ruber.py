@@ -10,11 +10,22 @@ architecture; each has its own ``model_type`` so that a checkpoint says which me
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from transformers import PretrainedConfig
 
 _ACTIVATIONS = ("tanh", "relu")
+
+
+def _range(value: list[float] | tuple[float, float] | None, name: str) -> list[float] | None:
+    """A `[low, high]` pair of finite floats with low < high, or None."""
+    if value is None:
+        return None
+    pair = [float(v) for v in value]
+    if len(pair) != 2 or not all(math.isfinite(v) for v in pair) or not pair[0] < pair[1]:
+        raise ValueError(f"{name} must be [low, high] with finite low < high, got {value!r}")
+    return pair
 
 
 class BertRuberConfig(PretrainedConfig):
@@ -36,6 +47,12 @@ class BertRuberConfig(PretrainedConfig):
         context_turns (`int`, *optional*, defaults to 2): number of most recent context turns read (joined with a
             space and encoded as one text, cut from the left when too long).
         training_recipe (`str`, *optional*): informational, the recipe that produced the weights.
+        hybrid_unreferenced_range (`list[float]`, *optional*): `[low, high]` of the unreferenced score on the
+            calibration set, fixed at training time; the hybrid score maps an unreferenced score `s` to
+            `clip((s - low) / (high - low), 0, 1)`, item by item. `None` in checkpoints made before it existed.
+        hybrid_referenced_range (`list[float]`, *optional*): the same for the response-reference cosine.
+        hybrid_calibration (`str`, *optional*): informational, the data the two ranges were computed on (the run's
+            DailyDialog validation set; see `dialeval.metrics.bert_ruber.normalization`).
     """
 
     model_type = "dialeval-bert-ruber"
@@ -53,6 +70,9 @@ class BertRuberConfig(PretrainedConfig):
         encoder_max_length: int = 512,
         context_turns: int = 2,
         training_recipe: str = "",
+        hybrid_unreferenced_range: list[float] | tuple[float, float] | None = None,
+        hybrid_referenced_range: list[float] | tuple[float, float] | None = None,
+        hybrid_calibration: str = "",
         **kwargs: Any,
     ) -> None:
         self.embedding_dim = int(embedding_dim)
@@ -64,6 +84,9 @@ class BertRuberConfig(PretrainedConfig):
         self.encoder_max_length = int(encoder_max_length)
         self.context_turns = int(context_turns)
         self.training_recipe = training_recipe
+        self.hybrid_unreferenced_range = _range(hybrid_unreferenced_range, "hybrid_unreferenced_range")
+        self.hybrid_referenced_range = _range(hybrid_referenced_range, "hybrid_referenced_range")
+        self.hybrid_calibration = hybrid_calibration
         if self.embedding_dim < 1 or any(d < 1 for d in self.hidden_dims):
             raise ValueError(f"embedding_dim and hidden_dims must be positive, got {self.embedding_dim}, "
                              f"{self.hidden_dims}")

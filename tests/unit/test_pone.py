@@ -366,13 +366,16 @@ def test_unreferenced_scores_are_bit_exact_across_batch_sizes(random_checkpoints
 
 
 def test_hybrid_is_min_or_max_of_normalised_scores(random_checkpoints):
+    """With min-max over the call (the original's normalisation, a named option); the default, ranges fixed in the
+    checkpoint, is tested in test_ruber_normalization.py."""
     import dialeval
 
     def minmax(x):
         x = np.asarray(x)
         return (x - x.min()) / (x.max() - x.min())
 
-    scorers = {h: dialeval.load_scorer("bert_ruber", checkpoint=random_checkpoints / "ruber", hybrid=h, device="cpu")
+    scorers = {h: dialeval.load_scorer("bert_ruber", checkpoint=random_checkpoints / "ruber", hybrid=h,
+                                       normalization="minmax_over_call", device="cpu")
                for h in ("min", "max")}
     outs = {h: s.score(contexts=CONTEXTS, responses=RESPONSES, references=REFERENCES, batch_size=3)
             for h, s in scorers.items()}
@@ -390,11 +393,8 @@ def test_hybrid_is_min_or_max_of_normalised_scores(random_checkpoints):
     single = scorers["min"].referenced([ScoringItem(context=(), response="Hello there.",
                                                     references=("Hello there.",))], batch_size=1, progress_bar=False)
     assert single[0] == pytest.approx(1.0, abs=1e-12)
-    fixed = dialeval.load_scorer("bert_ruber", checkpoint=random_checkpoints / "ruber", normalization="fixed",
-                                 device="cpu")
-    one = fixed.score(contexts=CONTEXTS[:1], responses=RESPONSES[:1], references=REFERENCES[:1])
-    assert one.scores[0] == pytest.approx(min(unref[0], (1 + ref[0]) / 2), abs=1e-15)
-    pone_hybrid = dialeval.load_scorer("pone", checkpoint=random_checkpoints / "pone", mode="hybrid", device="cpu")
+    pone_hybrid = dialeval.load_scorer("pone", checkpoint=random_checkpoints / "pone", mode="hybrid",
+                                       normalization="minmax_over_call", device="cpu")
     assert pone_hybrid.requires_references
     assert len(pone_hybrid.score(contexts=CONTEXTS, responses=RESPONSES, references=REFERENCES).scores) == 8
 
@@ -414,7 +414,8 @@ def test_bad_inputs_raise_naming_item_and_field(random_checkpoints):
         ruber.score(contexts=["Hi"], responses=["Hello"])
     with pytest.raises(InputError, match=r"references\[1\]"):
         ruber.score(contexts=["Hi", "Yo"], responses=["Hello", "Hey"], references=["Hi!", []])
-    with pytest.raises(InputError, match="minmax"):
+    ruber.set_hybrid("min", "minmax_over_call")
+    with pytest.raises(InputError, match="minmax_over_call"):
         ruber.score(contexts=["Hi"], responses=["Hello"], references=["Hi!"])
     with pytest.raises(InputError, match="needs references"):
         ruber.score_dialogues(dialogues=[["Hi", "Hello"]])
@@ -454,13 +455,15 @@ def test_evaluate_modules_match_the_scorers(random_checkpoints):
     assert res["mean_score"] == pytest.approx(direct.system_score)
     ruber = evaluate.load(str(ROOT / "metrics" / "bert_ruber"), config_name=str(random_checkpoints / "ruber"))
     for hybrid in ("min", "max"):
-        res = ruber.compute(predictions=predictions, contexts=contexts, references=references, hybrid=hybrid)
-        direct = dialeval.load_scorer("bert_ruber", checkpoint=random_checkpoints / "ruber", hybrid=hybrid).score(
+        res = ruber.compute(predictions=predictions, contexts=contexts, references=references, hybrid=hybrid,
+                            normalization="minmax_over_call")
+        direct = dialeval.load_scorer("bert_ruber", checkpoint=random_checkpoints / "ruber", hybrid=hybrid,
+                                      normalization="minmax_over_call").score(
             contexts=contexts, responses=predictions, references=references)
         assert res["scores"] == direct.scores and res["signature"] == direct.signature
-    res = ruber.compute(predictions=predictions, contexts=[c[-1] for c in contexts],
-                        references=[r[0] for r in references], normalization="fixed")
-    assert len(res["scores"]) == 3 and "normalization:fixed" in res["signature"]
+    with pytest.raises(ValueError, match="no hybrid normalisation ranges"):  # the default needs them in the checkpoint
+        ruber.compute(predictions=predictions, contexts=[c[-1] for c in contexts],
+                      references=[r[0] for r in references])
     with pytest.raises(ValueError, match="hybrid"):
         ruber.compute(predictions=predictions, contexts=contexts, references=references, hybrid="mean")
 

@@ -5,16 +5,19 @@ Scores (Ghazarian et al., 2019; Tao et al., 2018 for RUBER):
 * **unreferenced**: the trained head's probability that the response fits the context, in (0, 1);
 * **referenced**: cosine between the sentence embeddings of the response and of the reference (several references:
   the maximum), in [-1, 1];
-* **hybrid** (default of ``"bert_ruber"``): both are normalised, then combined with ``min`` (default, as PONE's
-  ``hybird.py``) or ``max``. ``normalization="minmax"`` (default, as the original) rescales each of the two scores
-  to [0, 1] over the items of the call, so an item's hybrid score depends on the other items scored with it (never
-  on ``batch_size``); it needs at least two items with different values. ``normalization="fixed"`` keeps the
-  unreferenced score as it is and maps the cosine to ``(1 + cos) / 2``, so every item is scored on its own (use it
-  for one item at a time or with ``score_batch`` over chunks).
+* **hybrid** (default of ``"bert_ruber"``): both are mapped to [0, 1], then combined with ``min`` (default, as
+  PONE's ``hybird.py``) or ``max``. ``normalization="calibrated"`` (default) maps each score with a range fixed at
+  training time and stored in the checkpoint (``clip((s - low) / (high - low), 0, 1)``; the ranges and their
+  calibration set are described in :mod:`.normalization`), so every item is scored on its own.
+  ``normalization="minmax_over_call"`` is the original's behaviour (min-max over the items scored together): an
+  item's score then depends on the other items of the call (never on ``batch_size``), and it needs at least two
+  items with different values. A checkpoint without stored ranges (made before they existed) raises
+  :class:`~.normalization.MissingCalibration` for the calibrated hybrid, naming the command that adds them.
 
 Determinism: embeddings come from :class:`dialeval.backbone.Encoder` (batch-invariant); the head runs in float64
 on chunks of exactly ``FORWARD_ROWS`` rows (the last chunk topped up with copies), so a score does not depend on the
-batch size or on the other items. The cosine is computed row by row in float64.
+batch size or on the other items (with the default normalisation, the hybrid too). The cosine is computed row by row
+in float64.
 
 A checkpoint is a folder with ``config.json`` + ``model.safetensors`` (the head only) + the custom-code files;
 ``checkpoint="default"`` is the one shipped in the package (``dialeval/checkpoints/<metric>/default``).
@@ -31,25 +34,26 @@ import numpy as np
 import torch
 
 from ...backbone import Encoder
-from ...schema import InputError, ScoringItem
+from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer, load_pretrained
 from .data import context_text
+from .normalization import HybridRanges, minmax_over_call, rescale
 
 MODES = ("unreferenced", "referenced", "hybrid")
 HYBRIDS = ("min", "max")
-NORMALIZATIONS = ("minmax", "fixed")
+NORMALIZATIONS = ("calibrated", "minmax_over_call")
 MODEL_TYPES = ("dialeval-bert-ruber", "dialeval-pone")
 
 
-def _minmax(values: np.ndarray, what: str) -> np.ndarray:
-    lo, hi = float(values.min()), float(values.max())
-    if not hi > lo:
-        raise InputError(
-            f"normalization='minmax' rescales the {what} scores over the items of one call and needs at least two "
-            f"items with different values (got {values.size} item(s), all {lo:.6g}); score more items together or "
-            "pass normalization='fixed'"
-        )
-    return (values - lo) / (hi - lo)
+def load_head(path: Path) -> torch.nn.Module:
+    """The head of a checkpoint folder (``BertRuberModel`` or ``PoneModel``, by its ``model_type``), in float64."""
+    from ...modeling.bert_ruber import BertRuberModel, PoneModel
+
+    model_type = json.loads((path / "config.json").read_text()).get("model_type")
+    if model_type not in MODEL_TYPES:
+        raise ValueError(f"{path} holds a {model_type!r} model, not one of {MODEL_TYPES}")
+    model_class = PoneModel if model_type == "dialeval-pone" else BertRuberModel
+    return load_pretrained(model_class, path).to(torch.float64)
 
 
 class RuberScorer(LearnedScorer):
@@ -61,7 +65,7 @@ class RuberScorer(LearnedScorer):
     default_mode: ClassVar[str] = "hybrid"
 
     def __init__(self, checkpoint: str | os.PathLike | None = None, *, mode: str | None = None, hybrid: str = "min",
-                 normalization: str = "minmax", device: str | torch.device | None = None) -> None:
+                 normalization: str = "calibrated", device: str | torch.device | None = None) -> None:
         self.mode = mode or self.default_mode
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
@@ -77,16 +81,15 @@ class RuberScorer(LearnedScorer):
 
     def load_model(self, path: Path) -> torch.nn.Module:
         """The head of a checkpoint (``BertRuberModel`` or ``PoneModel``), in float64."""
-        from ...modeling.bert_ruber import BertRuberModel, PoneModel
+        return load_head(path)
 
-        model_type = json.loads((path / "config.json").read_text()).get("model_type")
-        if model_type not in MODEL_TYPES:
-            raise ValueError(f"{path} holds a {model_type!r} model, not one of {MODEL_TYPES}")
-        model_class = PoneModel if model_type == "dialeval-pone" else BertRuberModel
-        return load_pretrained(model_class, path).to(torch.float64)
+    def hybrid_ranges(self) -> HybridRanges:
+        """The checkpoint's fixed normalisation ranges (:class:`MissingCalibration` when it has none)."""
+        return HybridRanges.from_config(self.model.config, self.checkpoint)
 
     def set_hybrid(self, hybrid: str, normalization: str) -> None:
-        """Choose how the hybrid score combines (``"min"`` / ``"max"``) and normalises (``"minmax"`` / ``"fixed"``)."""
+        """Choose how the hybrid score combines (``"min"`` / ``"max"``) and normalises (``"calibrated"`` /
+        ``"minmax_over_call"``)."""
         if hybrid not in HYBRIDS:
             raise ValueError(f"hybrid must be one of {HYBRIDS}, got {hybrid!r}")
         if normalization not in NORMALIZATIONS:
@@ -139,12 +142,16 @@ class RuberScorer(LearnedScorer):
         if self.mode == "referenced":
             self._call_meta["multi_reference"] = "max over references"
             return self.referenced(items, batch_size=batch_size, progress_bar=progress_bar)
+        ranges = self.hybrid_ranges() if self.normalization == "calibrated" else None  # fails before encoding
         unref = self.unreferenced(items, batch_size=batch_size, progress_bar=progress_bar)
         ref = self.referenced(items, batch_size=batch_size, progress_bar=progress_bar)
-        if self.normalization == "minmax":
-            unref_n, ref_n = _minmax(unref, "unreferenced"), _minmax(ref, "referenced")
+        if ranges is not None:
+            unref_n, ref_n = rescale(unref, ranges.unreferenced), rescale(ref, ranges.referenced)
+            self._call_meta.update(unreferenced_range=list(ranges.unreferenced),
+                                   referenced_range=list(ranges.referenced))
         else:
-            unref_n, ref_n = unref, (1.0 + ref) / 2.0
+            unref_n = minmax_over_call(unref, "unreferenced")
+            ref_n = minmax_over_call(ref, "referenced")
         combined = np.minimum(unref_n, ref_n) if self.hybrid == "min" else np.maximum(unref_n, ref_n)
         self._call_meta.update(hybrid=self.hybrid, normalization=self.normalization,
                                multi_reference="max over references", unreferenced_scores=unref.tolist(),

@@ -9,7 +9,9 @@ Shared by BERT-RUBER and PONE (:mod:`dialeval.metrics.pone.train`):
    the head. ``embedding_dir`` points several runs at one store (e.g. PONE after BERT-RUBER: the pairs are the same
    for the same seed and sizes, so only the augmented responses are new); runs must not write it at the same time;
 3. the shared loop (:func:`dialeval.training.train`): Adam (L2 weight decay), constant learning rate, gradient
-   clipping, validation once per epoch by default, best checkpoint by validation accuracy (or loss), resumable.
+   clipping, validation once per epoch by default, best checkpoint by validation accuracy (or loss), resumable;
+4. the hybrid score's normalisation ranges are computed on the validation set with the best head and written into
+   its ``config.json`` (:mod:`.normalization`).
 
 Validation: each validation positive with one negative response drawn uniformly from the other validation
 responses (fixed by the seed); loss = binary cross-entropy, accuracy = share of the 2n pairs on the right side of 0.5.
@@ -42,6 +44,7 @@ from ...training import (
     with_torch_threads,
 )
 from .data import Pair, context_text, dailydialog_pairs, response_ids, uniform_negatives
+from .normalization import calibrate_checkpoint
 from .options import SELECTION_KEYS, BertRuberTrainingOptions, HeadTrainingOptions  # noqa: F401 (the Python API)
 
 
@@ -229,6 +232,7 @@ def run(opts: HeadTrainingOptions) -> dict:
         negatives=lambda gold, rng, epoch: uniform_negatives(gold, pool_size, rng))
     result = train_head(model, opts, out=out, data=data, epoch_batches=epoch_batches, steps_per_epoch=steps,
                         epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay)
+    calibrate_checkpoint(out / "best", data.val_context, data.val_response, seed=opts.seed)
     summary = {
         "metric": "bert_ruber", "train_positives": len(train_pairs), "distinct_train_responses": pool_size,
         "validation_positives": len(val_pairs), "steps": result.steps, "best_step": result.best_step,

@@ -34,6 +34,7 @@ import numpy as np
 
 from ...training import with_torch_threads
 from ..bert_ruber.data import uniform_negatives
+from ..bert_ruber.normalization import calibrate_checkpoint
 from ..bert_ruber.train import (
     batch_dict,
     build_head_data,
@@ -202,6 +203,7 @@ def run(opts: PoneTrainingOptions) -> dict:
         stages["stage2"] = _stage_summary(result, opts.selection)
         filter_rounds = [r.to_dict() for r in lf.rounds]
 
+    calibrate_checkpoint(out / "best", data.val_context, data.val_response, seed=opts.seed)
     summary = {
         "metric": "pone", "variant": variant_name(opts), "recipe": recipe, "train_positives": len(train_pairs),
         "augmented_positives": len(aug_texts), "augmentation": aug_stats, "distinct_train_responses": pool_size,

@@ -1,0 +1,216 @@
+"""The RUBER-style hybrid score's fixed normalisation: ranges fitted on validation data at training time, stored in
+the checkpoint, applied item by item (dialeval.metrics.bert_ruber.normalization)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from dialeval.modeling.bert_ruber import (
+    BertRuberConfig,
+    BertRuberModel,
+    PoneConfig,
+    PoneModel,
+)
+
+from dialeval.metrics.bert_ruber.normalization import (
+    MissingCalibration,
+    calibration_ranges,
+    fit_range,
+    main,
+    rescale,
+    row_cosines,
+)
+
+CONTEXTS = [["Do you want to go to the beach on Sunday?", "Sure, I love swimming."], ["I need a new phone."],
+            ["Can you help me cook dinner?"], ["My dog is sick today."], ["Let us watch a movie tonight."],
+            ["The train is late again."]]
+RESPONSES = ["Bring a towel and some food.", "What happened to your old one?", "Of course, what are we making?",
+             "Bananas are yellow.", "Which movie do you want to see?", "ok"]
+REFERENCES = ["I will bring sandwiches.", "Buy a waterproof phone.", "A soup with vegetables.",
+              "Did you take him to the doctor?", "A funny one.", ["How long do we wait?", "Let us get a coffee."]]
+UNREF_RANGE, REF_RANGE = [0.495, 0.51], [0.15, 0.4]  # narrow on purpose: some items are clipped at 0 or 1
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def heads(tmp_path_factory):
+    """Untrained 384-d heads (the bundled MiniLM's size): with ranges, without (an old checkpoint), and PONE's."""
+    root = tmp_path_factory.mktemp("heads")
+    torch.manual_seed(0)
+    ranges = {"hybrid_unreferenced_range": UNREF_RANGE, "hybrid_referenced_range": REF_RANGE,
+                  "hybrid_calibration": "test ranges"}
+    model = BertRuberModel(BertRuberConfig(**ranges))
+    model.save_pretrained(root / "calibrated")
+    old = BertRuberModel(BertRuberConfig())
+    old.load_state_dict(model.state_dict())
+    old.save_pretrained(root / "old")
+    PoneModel(PoneConfig(**ranges)).save_pretrained(root / "pone")
+    return root
+
+
+def test_rescale_clips_to_the_unit_interval_and_fit_range_needs_spread():
+    np.testing.assert_array_equal(rescale(np.array([0.0, 0.2, 0.6, 1.0]), (0.2, 0.6)), [0.0, 0.0, 1.0, 1.0])
+    assert rescale(np.array([0.3]), (0.2, 0.6))[0] == pytest.approx(0.25, abs=1e-15)
+    assert fit_range(np.array([0.3, -0.1, 0.7]), "x") == (-0.1, 0.7)
+    with pytest.raises(ValueError, match="all 0.5"):
+        fit_range(np.array([0.5, 0.5]), "unreferenced")
+    with pytest.raises(ValueError, match="finite"):
+        fit_range(np.array([0.1, np.nan]), "referenced")
+    with pytest.raises(ValueError, match="hybrid_referenced_range"):
+        BertRuberConfig(hybrid_referenced_range=[0.5, 0.2])
+
+
+def test_calibrated_hybrid_scores_each_item_on_its_own(heads):
+    import dialeval
+
+    scorers = {h: dialeval.load_scorer("bert_ruber", checkpoint=heads / "calibrated", hybrid=h, device="cpu")
+               for h in ("min", "max")}
+    together = scorers["min"].score(contexts=CONTEXTS, responses=RESPONSES, references=REFERENCES, batch_size=4)
+    meta = together.metadata
+    unref, ref = np.array(meta["unreferenced_scores"]), np.array(meta["referenced_scores"])
+    assert meta["normalization"] == "calibrated" and meta["referenced_range"] == REF_RANGE
+    unref_n = np.clip((unref - UNREF_RANGE[0]) / (UNREF_RANGE[1] - UNREF_RANGE[0]), 0, 1)
+    ref_n = np.clip((ref - REF_RANGE[0]) / (REF_RANGE[1] - REF_RANGE[0]), 0, 1)
+    assert {0.0, 1.0} <= set(unref_n) and {0.0, 1.0} <= set(ref_n)  # clipping is exercised at both ends
+    np.testing.assert_allclose(together.scores, np.minimum(unref_n, ref_n), rtol=0, atol=1e-15)
+    maxed = scorers["max"].score(contexts=CONTEXTS, responses=RESPONSES, references=REFERENCES)
+    np.testing.assert_allclose(maxed.scores, np.maximum(unref_n, ref_n), rtol=0, atol=1e-15)
+    for i in range(len(RESPONSES)):  # alone, and among other items in another order
+        alone = scorers["min"].score(contexts=CONTEXTS[i:i + 1], responses=RESPONSES[i:i + 1],
+                                     references=REFERENCES[i:i + 1], batch_size=1)
+        assert alone.scores == [together.scores[i]]
+    order = [5, 2, 0, 4, 1, 3]
+    shuffled = scorers["min"].score(contexts=[CONTEXTS[i] for i in order], responses=[RESPONSES[i] for i in order],
+                                    references=[REFERENCES[i] for i in order], batch_size=64)
+    assert shuffled.scores == [together.scores[i] for i in order]
+    assert "normalization:calibrated" in together.signature
+    pone = dialeval.load_scorer("pone", checkpoint=heads / "pone", mode="hybrid", device="cpu")
+    one = pone.score(contexts=CONTEXTS[:1], responses=RESPONSES[:1], references=REFERENCES[:1])
+    assert 0.0 <= one.scores[0] <= 1.0 and one.metadata["unreferenced_range"] == UNREF_RANGE
+
+
+def test_checkpoint_without_ranges_raises_and_names_the_command(heads):
+    import dialeval
+
+    old = dialeval.load_scorer("bert_ruber", checkpoint=heads / "old", device="cpu")
+    with pytest.raises(MissingCalibration, match=r"python -m dialeval\.metrics\.bert_ruber\.normalization "
+                                                 r"--checkpoint .*old"):
+        old.score(contexts=CONTEXTS, responses=RESPONSES, references=REFERENCES)
+    unref = dialeval.load_scorer("bert_ruber_unref", checkpoint=heads / "old", device="cpu")
+    assert len(unref.score(contexts=CONTEXTS, responses=RESPONSES).scores) == len(RESPONSES)  # needs no ranges
+    # the original behaviour, by its own name: min-max over the call, so an item depends on its batch-mates
+    old.set_hybrid("min", "minmax_over_call")
+    out = old.score(contexts=CONTEXTS, responses=RESPONSES, references=REFERENCES)
+    u, r = np.array(out.metadata["unreferenced_scores"]), np.array(out.metadata["referenced_scores"])
+    expected = np.minimum((u - u.min()) / (u.max() - u.min()), (r - r.min()) / (r.max() - r.min()))
+    np.testing.assert_allclose(out.scores, expected, rtol=0, atol=1e-15)
+    pair = old.score(contexts=CONTEXTS[:2], responses=RESPONSES[:2], references=REFERENCES[:2]).scores
+    assert set(pair) <= {0.0, 1.0} and pair != out.scores[:2]  # two items: each part is 0 or 1
+    with pytest.raises(ValueError, match="normalization must be one of"):
+        old.set_hybrid("min", "minmax")
+
+
+def test_calibration_ranges_leave_out_the_gold_reply_against_itself():
+    torch.manual_seed(1)
+    head = BertRuberModel(BertRuberConfig(embedding_dim=6, hidden_dims=[5])).to(torch.float64)
+    rng = np.random.default_rng(0)
+    n = 5
+    contexts = rng.normal(size=(n, 6)).astype(np.float32)
+    gold, negatives = rng.normal(size=(n, 6)).astype(np.float32), rng.normal(size=(n, 6)).astype(np.float32)
+    val_context, val_response = np.concatenate([contexts, contexts]), np.concatenate([gold, negatives])
+    ranges = calibration_ranges(head, val_context, val_response, "synthetic")
+    with torch.no_grad():
+        scores = head(context_embeds=torch.from_numpy(val_context).double(),
+                      response_embeds=torch.from_numpy(val_response).double()).score.numpy()
+    assert ranges.unreferenced == (scores.min(), scores.max())
+    cosines = [float(np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b)) for a, b in
+               zip(negatives.astype(np.float64), gold.astype(np.float64))]
+    assert ranges.referenced == pytest.approx((min(cosines), max(cosines)), abs=1e-12)
+    assert ranges.referenced[1] < 0.999  # the gold reply's own cosine (1) is not part of the range
+    assert row_cosines(np.zeros((1, 3)), np.ones((1, 3)))[0] == 0.0
+    with pytest.raises(ValueError, match="n contexts twice"):
+        calibration_ranges(head, val_context[:3], val_response[:3], "odd")
+
+
+# -- training and the command ----------------------------------------------------------------------------------
+
+DIALOGUES = [
+    ["Do you want to go to the beach on Sunday?", "Sure, I love swimming in the sea.", "Bring a towel and some food.",
+     "I will bring sandwiches and water."],
+    ["I need to buy a new phone.", "What happened to your old phone?", "I dropped it in the water.",
+     "You should buy a waterproof phone."],
+    ["Can you help me cook dinner?", "Of course, what are we making?", "A chicken soup with vegetables.",
+     "I will cut the carrots."],
+    ["My dog is sick today.", "Did you take him to the doctor?", "Yes, he gave him medicine.", "I hope he gets well."],
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_dailydialog(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    folder = root / "dailydialog" / "derived"
+    folder.mkdir(parents=True)
+    for split, dialogues in (("train", DIALOGUES * 4), ("validation", DIALOGUES[:3]), ("test", DIALOGUES[3:])):
+        lines = [json.dumps({"dialogue_id": f"{split}-{i}", "original_id": f"{split}-{i}", "topic": "t",
+                             "utterances": turns, "acts": ["inform"] * len(turns),
+                             "emotions": ["no emotion"] * len(turns)}) for i, turns in enumerate(dialogues)]
+        (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_training_stores_the_ranges_and_the_command_recomputes_them(tiny_dailydialog, tmp_path):
+    import dialeval
+    from dialeval.metrics.bert_ruber.train import HeadTrainingOptions, run
+
+    out = tmp_path / "ruber"
+    run(HeadTrainingOptions(output_dir=str(out), data_dir=str(tiny_dailydialog), max_val_positives=6, epochs=1,
+                            batch_size=8, seed=3, device="cpu", threads=1, progress_bar=False))
+    best = out / "best"
+    config = json.loads((best / "config.json").read_text())
+    unref_range, ref_range = config["hybrid_unreferenced_range"], config["hybrid_referenced_range"]
+    assert 0.0 < unref_range[0] < unref_range[1] < 1.0 and -1.0 <= ref_range[0] < ref_range[1] < 1.0
+    assert "6 contexts (seed 3)" in config["hybrid_calibration"]
+    scorer = dialeval.load_scorer("bert_ruber", checkpoint=out, device="cpu")
+    assert scorer.hybrid_ranges().unreferenced == tuple(unref_range)
+
+    # an "old" checkpoint: the same weights without the ranges; the command adds them back, touching nothing else
+    for key in ("hybrid_unreferenced_range", "hybrid_referenced_range", "hybrid_calibration"):
+        config.pop(key)
+    (best / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    weights = _sha256(best / "model.safetensors")
+    assert main(["--checkpoint", str(best), "--data-dir", str(tiny_dailydialog), "--seed", "3",
+                 "--max-val-positives", "6"]) == 0
+    again = json.loads((best / "config.json").read_text())
+    assert again["hybrid_unreferenced_range"] == pytest.approx(unref_range, abs=1e-12)
+    assert again["hybrid_referenced_range"] == pytest.approx(ref_range, abs=1e-12)
+    assert {k: v for k, v in again.items() if not k.startswith("hybrid_")} == config
+    assert _sha256(best / "model.safetensors") == weights
+    with pytest.raises(SystemExit):
+        main(["--checkpoint", str(tmp_path / "nowhere")])
+
+
+@pytest.mark.parametrize("metric", ["bert_ruber", "pone"])
+def test_shipped_checkpoints_carry_the_ranges(metric):
+    import dialeval
+
+    scorer = dialeval.load_scorer(metric, mode="hybrid", device="cpu")
+    ranges = scorer.hybrid_ranges()
+    assert 0.0 <= ranges.unreferenced[0] < ranges.unreferenced[1] <= 1.0
+    assert -1.0 <= ranges.referenced[0] < ranges.referenced[1] <= 1.0
+    assert "DailyDialog validation, 1000 contexts (seed 11)" in ranges.calibration
