@@ -39,7 +39,9 @@ def _fed_turn_result(scores=None, *, metric="toy") -> BenchmarkResult:
             rows.append(row)
     return BenchmarkResult(metric=metric, benchmark="fed_turn", split="test", signature="sig", level="turn",
                            rows=rows, scores=scores, item_ids=[f"i{k}" for k in range(12)],
-                           human={"Interesting": interesting, "Overall": overall}, subsets=subsets)
+                           human={"Interesting": interesting, "Overall": overall}, subsets=subsets,
+                           metadata={"metric": metric, "level": "turn", "n_items": 12, "device": "cpu",
+                                     "seconds": 0.01})
 
 
 def _visible(fig):
