@@ -92,14 +92,8 @@ class BertRuberModel(BertRuberPreTrainedModel):
         quadratic = ((context_embeds @ self.bilinear) * response_embeds).sum(dim=-1, keepdim=True)
         return torch.cat([context_embeds, quadratic, response_embeds], dim=-1)
 
-    def forward(
-        self,
-        context_embeds: torch.Tensor,
-        response_embeds: torch.Tensor,
-        labels: torch.Tensor | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> BertRuberOutput | tuple:
+    def forward(self, context_embeds: torch.Tensor, response_embeds: torch.Tensor, labels: torch.Tensor | None = None,
+                return_dict: bool | None = None, **kwargs) -> BertRuberOutput | tuple:
         r"""
         Args:
             context_embeds, response_embeds: float [B, D] sentence embeddings (same dtype as the model).

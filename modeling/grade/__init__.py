@@ -1,34 +1,16 @@
-"""GRADE as transformers custom code: `GradeConfig` / `GradeModel`.
+"""GRADE as transformers custom code: `GradeConfig` / `GradeModel` (model type ``"dialeval-grade"``).
 
-Importing this package registers the classes with `AutoConfig` / `AutoModel` (model type ``"dialeval-grade"``), so
-``AutoModel.from_pretrained(path)`` works in-process; a checkpoint saved with `save_pretrained` also carries the two
-files and an ``auto_map`` for ``trust_remote_code=True`` loading without this package.
+Importing this package registers both with `AutoConfig` / `AutoModel` for in-process loading; `save_pretrained`
+writes the two flat files and an ``auto_map`` beside the weights for ``trust_remote_code=True`` loading.
 """
 
 from transformers import AutoConfig, AutoModel
 
+from . import modeling_grade
 from .configuration_grade import MINILM_L6_ENCODER_CONFIG, GradeConfig
-from .modeling_grade import (
-    GradeModel,
-    GradeOutput,
-    GradePreTrainedModel,
-    HopGATConv,
-    build_batch_graph,
-    load_base_encoder_state_dict,
-    map_base_encoder_keys,
-)
+from .modeling_grade import *  # noqa: F403  (the public names listed in modeling_grade.__all__)
 
 AutoConfig.register(GradeConfig.model_type, GradeConfig, exist_ok=True)
-AutoModel.register(GradeConfig, GradeModel, exist_ok=True)
+AutoModel.register(GradeConfig, modeling_grade.GradeModel, exist_ok=True)
 
-__all__ = [
-    "GradeConfig",
-    "GradeModel",
-    "GradeOutput",
-    "GradePreTrainedModel",
-    "HopGATConv",
-    "MINILM_L6_ENCODER_CONFIG",
-    "build_batch_graph",
-    "load_base_encoder_state_dict",
-    "map_base_encoder_keys",
-]
+__all__ = ["GradeConfig", "MINILM_L6_ENCODER_CONFIG", *modeling_grade.__all__]
