@@ -8,19 +8,43 @@ Quick use::
     out.scores, out.system_score, out.signature
 
 For many calls, load once: ``scorer = dialeval.load_scorer("bertscore")`` then ``scorer.score(...)``.
+A user's mistake (bad input, an unknown name, a missing file or checkpoint) raises a :class:`DialevalError`
+subclass whose message says what is wrong.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .errors import (
+    CheckpointNotFoundError,
+    DataDirNotFound,
+    DialevalError,
+    EmptyTurnError,
+    InputError,
+    InputFileError,
+    UnknownNameError,
+)
+from .scoring import ScoreOutput, Scorer
 from .scoring.registry import available_metrics, load_scorer
-from .schema import InputError
-from .scoring import Scorer, ScoreOutput
 
 __version__ = "0.1.0"
 
-__all__ = ["score", "load_scorer", "available_metrics", "Scorer", "ScoreOutput", "InputError", "__version__"]
+__all__ = [
+    "CheckpointNotFoundError",
+    "DataDirNotFound",
+    "DialevalError",
+    "EmptyTurnError",
+    "InputError",
+    "InputFileError",
+    "ScoreOutput",
+    "Scorer",
+    "UnknownNameError",
+    "__version__",
+    "available_metrics",
+    "load_scorer",
+    "score",
+]
 
 
 def score(metric: str, /, **inputs: Any) -> ScoreOutput:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import DataDirNotFound
+
+__all__ = ["ENV_VAR", "DataDirNotFound", "data_file", "resolve_data_dir"]
+
 ENV_VAR = "DIALEVAL_DATA_DIR"
-
-
-class DataDirNotFound(FileNotFoundError):
-    pass
 
 
 def _candidates(data_dir: str | os.PathLike | None) -> list[Path]:

@@ -12,8 +12,9 @@ from collections.abc import Iterable, Iterator, Sequence
 import torch
 from tqdm.auto import tqdm
 
-# Show a progress bar by default once a call has at least this many units of work.
-PROGRESS_THRESHOLD = 512
+# By default a progress bar appears (on stderr) once a job has run this many seconds: short calls print nothing,
+# long ones show their rate and time left.
+PROGRESS_DELAY_SECONDS = 2.0
 # Rows every fixed-shape forward pass carries. CPU matmul kernels take differently rounded code paths for different
 # row counts (measured: 1 ulp between 16 and 32 rows, and a separate path below 12), so a forward pass whose row
 # count never depends on the batch is what makes a score independent of its batch-mates and of ``batch_size``.
@@ -48,9 +49,10 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
 
 
 def progress(iterable: Iterable, *, total: int, enabled: bool | None, desc: str):
-    """Wrap ``iterable`` in tqdm when ``enabled`` (``None``: only for long runs)."""
-    show = total >= PROGRESS_THRESHOLD if enabled is None else enabled
-    return tqdm(iterable, total=total, desc=desc, disable=not show, leave=False)
+    """``iterable`` with a tqdm bar on stderr (rate and time left): ``enabled=True`` shows it at once, ``False``
+    never, ``None`` once the job has run :data:`PROGRESS_DELAY_SECONDS` (so short calls stay silent)."""
+    delay = PROGRESS_DELAY_SECONDS if enabled is None else 0.0
+    return tqdm(iterable, total=total, desc=desc, disable=enabled is False, delay=delay, leave=False)
 
 
 def fixed_row_chunks(indices: Sequence[int], rows: int = FORWARD_ROWS) -> Iterator[tuple[list[int], int]]:

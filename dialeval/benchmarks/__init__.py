@@ -19,6 +19,7 @@ import os
 
 import datasets
 
+from ..errors import UnknownNameError
 from .common import (
     CORRELATION_FEATURES,
     BenchmarkAlignmentError,
@@ -114,9 +115,9 @@ def benchmark_names() -> list[str]:
     return list(_REGISTRY)
 
 
-def _unknown(name: str) -> KeyError:
-    return KeyError(f"unknown benchmark {name!r}; benchmarks: {', '.join(_REGISTRY)}; groups: "
-                    + ", ".join(f"{g} ({', '.join(m)})" for g, m in GROUPS.items()))
+def _unknown(name: str) -> UnknownNameError:
+    return UnknownNameError("benchmark", name, [*_REGISTRY, *GROUPS], extra="; groups: " + ", ".join(
+        f"{g} = {'+'.join(m)}" for g, m in GROUPS.items()))
 
 
 def _lookup(name: str) -> tuple[type[DialevalBuilder], str, BenchmarkInfo]:

@@ -1,52 +1,64 @@
-"""Command line: ``dialeval score``, ``dialeval benchmark``, ``dialeval list``."""
+"""Command line: ``dialeval score``, ``benchmark``, ``report``, ``compare``, ``list``, ``train ...``.
+
+A user's mistake (a :class:`~dialeval.errors.DialevalError`: bad input, an unknown name, a missing file, folder or
+checkpoint) is printed as one line, ``error: ...``, on stderr with exit status 2, whatever the subcommand;
+``dialeval --debug ...`` shows the traceback instead. Usage errors are reported by typer, also with status 2.
+Progress bars and the closing summary line go to stderr; results go to stdout.
+"""
 
 from __future__ import annotations
 
-import csv
 import inspect
 import json
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Learned metrics for open-domain dialogue.")
+from ..errors import DialevalError, InputFileError, UnknownNameError
+from ..schema import EMPTY_TURN_POLICIES
+from .io import read_rows, read_text, write_rows
 
 ALL_BASELINES = "baselines"
 ALL_BENCHMARKS = "all"
+ERROR_EXIT_CODE = 2
 
 
-def _read_rows(path: Path, turn_separator: str | None) -> list[dict[str, Any]]:
-    if not path.exists():
-        raise typer.BadParameter(f"{path} does not exist", param_hint="--input")
-    if path.suffix.lower() == ".csv":
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-        for row in rows:
-            for key in ("context", "dialogue"):
-                if turn_separator and isinstance(row.get(key), str):
-                    row[key] = row[key].split(turn_separator)
-            if row.get("references"):
-                row["references"] = row["references"].split(turn_separator) if turn_separator else [row["references"]]
-        return rows
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as err:
-                    raise typer.BadParameter(f"{path}:{n} is not valid JSON ({err.msg})", param_hint="--input")
-    return rows
+class DialevalGroup(TyperGroup):
+    """The ``dialeval`` command group: the one place that turns a :class:`DialevalError` into ``error: ...``."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DialevalError as err:
+            if ctx.params.get("debug"):
+                raise
+            message = " ".join(str(err).split())  # one line, whatever the message holds
+            typer.echo(f"error: {message}", err=True)
+            raise typer.Exit(ERROR_EXIT_CODE) from None
 
 
-def _column(rows: list[dict], key: str, *aliases: str) -> list | None:
+app = typer.Typer(cls=DialevalGroup, add_completion=False, no_args_is_help=True,
+                  help="Learned metrics for open-domain dialogue.")
+
+
+@app.callback()
+def _global_options(
+    debug: Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")] = False,
+) -> None:
+    """Learned metrics for open-domain dialogue."""
+
+
+def _column(rows: list[dict], key: str, *aliases: str, path: Path) -> list | None:
+    """Field ``key`` (or the first alias present) of every row; None if no row has it."""
     for k in (key, *aliases):
         if any(k in r for r in rows):
             missing = [i for i, r in enumerate(rows) if k not in r]
             if missing:
-                raise typer.BadParameter(f"rows {missing[:10]} have no '{k}' field", param_hint="--input")
+                raise InputFileError(f"{path}: rows {missing[:10]} (counting from 0) have no '{k}' field")
             return [r[k] for r in rows]
     return None
 
@@ -93,61 +105,88 @@ def _load(metric: str, *, device: str | None, checkpoint: str | None, options: l
         raise typer.BadParameter(str(err), param_hint="--option") from None  # a setting the scorer refuses
 
 
+QUIET_HELP = "No progress bars (by default one appears on stderr for any job longer than about two seconds)."
+EMPTY_TURNS_HELP = ("What to do with an item that has an empty turn, response or reference: error (name it and stop) "
+                    "or skip (write it back with score null and a skipped_reason; the system score is the mean "
+                    "over the scored items).")
+EmptyTurns = Enum("EmptyTurns", {policy: policy for policy in EMPTY_TURN_POLICIES}, type=str)
+# Metadata keys in which scorers count what they truncated (the first one present is reported).
+TRUNCATION_KEYS = ("truncated_pairs", "truncated_texts")
+
+
+def summary_line(metadata: list[dict[str, Any]]) -> str:
+    """One line about the scoring calls behind a command: items (skipped), truncation, seconds, device."""
+    items = sum(m["n_items"] for m in metadata)
+    skipped = sum(len(m.get("skipped", ())) for m in metadata)
+    truncated: dict[str, int] = {}
+    uncounted: list[str] = []
+    for m in metadata:
+        key = next((k for k in TRUNCATION_KEYS if k in m), None)
+        if key is None:
+            uncounted.append(m["metric"])
+        else:
+            truncated[key] = truncated.get(key, 0) + int(m[key])
+    parts = [f"{items} items" + (f" ({skipped} skipped)" if skipped else "")]
+    parts += [f"{n} {key.replace('_', ' ')}" for key, n in truncated.items()]
+    if uncounted:
+        parts.append(f"truncation not reported by {', '.join(dict.fromkeys(uncounted))}")
+    seconds = sum(m["seconds"] for m in metadata)
+    devices = ", ".join(dict.fromkeys(str(m["device"]) for m in metadata))
+    return f"summary: {', '.join(parts)}; {seconds:.1f} s scoring on {devices}"
+
+
 @app.command()
 def score(
     metric: Annotated[str, typer.Option(help="Metric name (see `dialeval list`).")],
-    input: Annotated[Path, typer.Option("--input", "-i", help="JSONL or CSV: context/response[/references] or dialogue.")],
+    input: Annotated[Path, typer.Option("--input", "-i", help=(
+        "JSONL or CSV, one item per row: context and response (and references), or dialogue."))],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write rows + score (.jsonl or .csv).")] = None,
     batch_size: Annotated[int, typer.Option(help="Items per batch.")] = 32,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, mps... (default: Accelerate picks).")] = None,
-    turn_separator: Annotated[Optional[str], typer.Option(help="CSV only: split context/dialogue cells into turns.")] = None,
+    turn_separator: Annotated[Optional[str], typer.Option(help=(
+        "CSV only: split context/dialogue/references cells into turns (cells holding a JSON list are read as "
+        "that list)."))] = None,
     checkpoint: Annotated[Optional[str], typer.Option(help=CHECKPOINT_HELP)] = None,
     option: Annotated[Optional[list[str]], typer.Option(help=OPTION_HELP)] = None,
+    empty_turns: Annotated[EmptyTurns, typer.Option(help=EMPTY_TURNS_HELP)] = EmptyTurns.error,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> None:
     """Score a file of context-response pairs (or whole dialogues) and print the system score."""
     from ..schema import InputError
 
-    rows = _read_rows(input, turn_separator)
+    rows = read_rows(input, turn_separator)
     scorer = _load(metric, device=device, checkpoint=checkpoint, options=option)
+    common = {"batch_size": batch_size, "progress_bar": False if quiet else None, "empty_turns": empty_turns.value}
     try:
-        dialogues = _column(rows, "dialogue")
+        dialogues = _column(rows, "dialogue", path=input)
         if dialogues is not None:
-            out = scorer.score_dialogues(dialogues=dialogues, batch_size=batch_size)
+            out = scorer.score_dialogues(dialogues=dialogues, **common)
         else:
-            contexts = _column(rows, "context")
-            responses = _column(rows, "response")
+            contexts = _column(rows, "context", path=input)
+            responses = _column(rows, "response", path=input)
             if contexts is None or responses is None:
-                raise typer.BadParameter("rows need 'context' and 'response' (or 'dialogue')", param_hint="--input")
-            references = _column(rows, "references", "reference")
-            out = scorer.score(contexts=contexts, responses=responses, references=references, batch_size=batch_size)
-    except InputError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
-    for row, value in zip(rows, out.scores):
+                raise InputFileError(f"{input}: rows need 'context' and 'response' fields (or 'dialogue')")
+            references = _column(rows, "references", "reference", path=input)
+            out = scorer.score(contexts=contexts, responses=responses, references=references, **common)
+    except InputFileError:
+        raise
+    except InputError as err:  # name the file; item indices count rows from 0
+        raise InputError(f"{input}: {err}") from None
+    reasons = {s["index"]: s["reason"] for s in out.metadata.get("skipped", ())}
+    for i, (row, value) in enumerate(zip(rows, out.scores)):
         row["score"] = value
+        if i in reasons:
+            row["skipped_reason"] = reasons[i]
     if output is not None:
-        _write_rows(rows, output)
+        write_rows(rows, output)
     else:
-        for row, value in zip(rows, out.scores):
-            typer.echo(f"{row.get('id', '-')}\t{value:.4f}")
-    typer.echo(f"{out.metadata['level']}s: {len(out)}  system score: {out.system_score:.4f}")
+        for i, (row, value) in enumerate(zip(rows, out.scores)):
+            typer.echo(f"{row.get('id', '-')}\t" + (f"skipped: {reasons[i]}" if value is None else f"{value:.4f}"))
+    system = "none (no item was scored)" if not out.metadata.get("n_scored", len(out)) else f"{out.system_score:.4f}"
+    typer.echo(f"{out.metadata['level']}s: {len(out)}" + (f" ({len(reasons)} skipped)" if reasons else "")
+               + f"  system score: {system}")
     typer.echo(f"signature: {out.signature}")
-
-
-def _write_rows(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".csv":
-        keys = list(dict.fromkeys(k for r in rows for k in r))
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=keys)
-            writer.writeheader()
-            for r in rows:
-                writer.writerow({k: json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v
-                                 for k, v in r.items()})
-    else:
-        with open(path, "w", encoding="utf-8") as fh:
-            for r in rows:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    typer.echo(summary_line([out.metadata]), err=True)
 
 
 @app.command()
@@ -166,19 +205,27 @@ def benchmark(
     checkpoint: Annotated[Optional[str], typer.Option(help=CHECKPOINT_HELP)] = None,
     label: Annotated[Optional[str], typer.Option(help="Name the metric in tables and files (e.g. an ablation).")] = None,
     option: Annotated[Optional[list[str]], typer.Option(help=OPTION_HELP)] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> None:
     """Correlate metrics with human judgements: prints a table, writes JSON, CSV and scatter plots."""
     from ..benchmarks import benchmark_info, benchmark_names, expand_benchmark
     from ..evaluation import MetricNotApplicable, format_table, run_benchmark, scatter_plot, write_csv, write_json
-    from ..scoring.registry import BASELINES
+    from ..scoring.registry import BASELINES, scorer_class
 
     metrics = list(BASELINES) if metric == ALL_BASELINES else [m.strip() for m in metric.split(",") if m.strip()]
+    for m in metrics:
+        scorer_class(m)  # every name checked before the first (long) run
     if (checkpoint or label or option) and len(metrics) != 1:
         raise typer.BadParameter("--checkpoint, --label and --option need exactly one metric", param_hint="--metric")
     if benchmark == ALL_BENCHMARKS:
         names = [n for n in benchmark_names() if benchmark_info(n).kind != "corpus"]
     else:
         names = [n for b in benchmark.split(",") for n in expand_benchmark(b.strip())]
+    _check_aspect_and_split(names, aspect, split)
+    if quiet:
+        from datasets.utils.logging import disable_progress_bar
+
+        disable_progress_bar()
     output_dir.mkdir(parents=True, exist_ok=True)
     results, skipped, plot_files, not_plotted = [], [], [], []
     for m in metrics:
@@ -188,7 +235,8 @@ def benchmark(
         for name in names:
             try:
                 res = run_benchmark(scorer, name, aspect=aspect, split=split, data_dir=data_dir,
-                                    batch_size=batch_size, n_boot=bootstrap, seed=seed)
+                                    batch_size=batch_size, n_boot=bootstrap, seed=seed,
+                                    progress_bar=False if quiet else None)
             except MetricNotApplicable as err:
                 skipped.append(str(err))
                 continue
@@ -213,6 +261,20 @@ def benchmark(
         typer.echo(f"no plot: {reason}")
     for name, sig in dict((res.metric, res.signature) for res in results).items():
         typer.echo(f"signature[{name}]: {sig}")
+    if results:
+        typer.echo(summary_line([res.metadata for res in results]), err=True)
+
+
+def _check_aspect_and_split(names: list[str], aspect: str | None, split: str | None) -> None:
+    """Unknown ``aspect`` or ``split`` of any of the benchmarks ``names``: an error before anything runs."""
+    from ..benchmarks import benchmark_info
+
+    for name in names:
+        info = benchmark_info(name)
+        if aspect is not None and info.kind == "correlation" and aspect not in info.aspects:
+            raise UnknownNameError(f"{name} aspect", aspect, info.aspects)
+        if split is not None and split not in info.splits:
+            raise UnknownNameError(f"{name} split", split, info.splits)
 
 
 @app.command()
@@ -234,7 +296,7 @@ def report(
     """Print Markdown tables (Pearson / Spearman per set) from benchmark JSON files."""
     from ..evaluation import corpus_summary, markdown_report
 
-    loaded = [res for path in results for res in json.loads(path.read_text())
+    loaded = [res for path in results for res in _read_results(path)
               if benchmark is None or res["benchmark"] == benchmark]
     rows = [row for res in loaded for row in res["rows"]]
     if not rows:
@@ -257,6 +319,19 @@ def report(
         typer.echo(corpus_summary(rows))
 
 
+def _read_results(path: Path) -> list[dict[str, Any]]:
+    """The results in a JSON file written by ``dialeval benchmark``; :class:`InputFileError` for anything else."""
+    try:
+        loaded = json.loads(read_text(path))
+    except json.JSONDecodeError as err:
+        raise InputFileError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    if not isinstance(loaded, list) or not all(isinstance(r, dict) and {"benchmark", "rows"} <= r.keys()
+                                               for r in loaded):
+        raise InputFileError(f"{path} is not a results file of `dialeval benchmark` (a JSON list of results, each "
+                             "with 'benchmark' and 'rows')")
+    return loaded
+
+
 @app.command()
 def compare(
     metric_a: Annotated[str, typer.Option(help="First metric.")],
@@ -273,11 +348,15 @@ def compare(
     """Paired significance test of two metrics on the same items (Williams test and paired bootstrap)."""
     import numpy as np
 
-    from ..evaluation import stats
     from ..benchmarks import benchmark_info, expand_benchmark
-    from ..evaluation import run_benchmark
+    from ..evaluation import run_benchmark, stats
+    from ..scoring.registry import scorer_class
 
-    for name in expand_benchmark(benchmark):
+    for m in (metric_a, metric_b):
+        scorer_class(m)
+    names = expand_benchmark(benchmark)
+    _check_aspect_and_split(names, aspect, split)
+    for name in names:
         chosen = aspect or benchmark_info(name).default_aspect
         a, b = (run_benchmark(m, name, aspect=chosen, split=split, data_dir=data_dir, n_boot=0, seed=seed,
                               device=device) for m in (metric_a, metric_b))

@@ -22,7 +22,14 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ..schema import Dialogue, InputError, ScoringItem, normalize_dialogues, normalize_items
+from ..schema import (
+    Dialogue,
+    InputError,
+    ScoringItem,
+    SkippedItem,
+    normalize_dialogues,
+    normalize_items,
+)
 
 __all__ = ["ScoreOutput", "Scorer", "package_versions"]
 
@@ -40,7 +47,11 @@ def package_versions() -> dict[str, str]:
 
 @dataclass
 class ScoreOutput:
-    scores: list[float]
+    """Per-item ``scores`` in input order (``None`` for an item skipped under ``empty_turns="skip"``), the
+    ``system_score`` (mean over the scored items), the ``signature`` and ``metadata`` (``n_items``, ``device``,
+    ``seconds``, the metric's own counts such as ``truncated_texts``, and ``skipped`` under ``"skip"``)."""
+
+    scores: list[float | None]
     system_score: float
     signature: str
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -86,7 +97,7 @@ class Scorer(abc.ABC):
         """Components that identify what produced a score (weights hashes, settings)."""
         return {}
 
-    def to(self, device: str | torch.device | None) -> "Scorer":
+    def to(self, device: str | torch.device | None) -> Scorer:
         """Move the metric's models to ``device``; metrics without a model ignore it."""
         self.device = device
         return self
@@ -108,17 +119,25 @@ class Scorer(abc.ABC):
         batch_size: int = 32,
         progress_bar: bool | None = None,
         device: str | torch.device | None = None,
+        empty_turns: str = "error",
     ) -> ScoreOutput:
-        """Score context-response pairs; see :mod:`dialeval.schema` for the accepted input forms."""
-        items = normalize_items(contexts, responses, references)
+        """Score context-response pairs; see :mod:`dialeval.schema` for the accepted input forms.
+
+        ``empty_turns="skip"`` scores the items without an empty turn, response or reference and gives the others
+        the score ``None`` (their index and reason are in ``metadata["skipped"]``); the system score is the mean
+        over the scored items. The default, ``"error"``, raises :class:`~dialeval.errors.EmptyTurnError`.
+        """
+        items = normalize_items(contexts, responses, references, empty_turns=empty_turns)
         if self.requires_references and references is None:
             raise InputError(f"metric '{self.name}' needs references; pass references=[...] (one per item)")
         self._check_batch_size(batch_size)
         if device is not None:
             self.to(device)
+        kept = [i for i, item in enumerate(items) if isinstance(item, ScoringItem)]
         start = time.perf_counter()
-        scores = self._finite(self._score_items(items, batch_size=batch_size, progress_bar=progress_bar))
-        return self._output(scores, start, batch_size, level="turn")
+        scores = self._score_items([items[i] for i in kept], batch_size=batch_size, progress_bar=progress_bar)
+        return self._output(self._finite(scores, kept), items, kept, start, batch_size, level="turn",
+                            empty_turns=empty_turns)
 
     def score_dialogues(
         self,
@@ -127,26 +146,35 @@ class Scorer(abc.ABC):
         batch_size: int = 32,
         progress_bar: bool | None = None,
         device: str | torch.device | None = None,
+        empty_turns: str = "error",
     ) -> ScoreOutput:
-        """Score whole dialogues (each a list of turns or ``{"role", "content"}`` messages)."""
+        """Score whole dialogues (each a list of turns or ``{"role", "content"}`` messages).
+
+        ``empty_turns`` as in :meth:`score`: under ``"skip"`` a dialogue with an empty turn gets the score ``None``.
+        """
         if self.requires_references:
             raise InputError(f"metric '{self.name}' needs references and cannot score dialogues on their own")
-        normalized = normalize_dialogues(dialogues, min_turns=2)
+        normalized = normalize_dialogues(dialogues, min_turns=2, empty_turns=empty_turns)
         self._check_batch_size(batch_size)
         if device is not None:
             self.to(device)
+        kept = [i for i, d in enumerate(normalized) if isinstance(d, Dialogue)]
         start = time.perf_counter()
-        scores, extra = self._score_dialogues(normalized, batch_size=batch_size, progress_bar=progress_bar)
-        return self._output(self._finite(scores), start, batch_size, level="dialogue", extra=extra)
+        scores, extra = self._score_dialogues([normalized[i] for i in kept], batch_size=batch_size,
+                                              progress_bar=progress_bar)
+        return self._output(self._finite(scores, kept), normalized, kept, start, batch_size, level="dialogue",
+                            extra=extra, empty_turns=empty_turns)
 
-    def score_batch(self, batch: Mapping[str, list]) -> dict[str, np.ndarray]:
+    def score_batch(self, batch: Mapping[str, list], *, empty_turns: str = "error") -> dict[str, Any]:
         """Pure batch function for ``datasets.map(batched=True)`` / Ray ``map_batches``.
 
         ``batch`` holds ``contexts`` and ``responses`` (and ``references`` for referenced metrics), or
-        ``dialogues``; returns ``{"score": array}``.
+        ``dialogues``; returns ``{"score": array}``. With ``empty_turns="skip"`` (pass it through ``fn_kwargs``)
+        it returns ``{"score": [float | None], "skipped_reason": [str | None]}``, one entry per row.
         """
         if "dialogues" in batch:
-            out = self.score_dialogues(dialogues=batch["dialogues"], batch_size=len(batch["dialogues"]) or 1)
+            out = self.score_dialogues(dialogues=batch["dialogues"], batch_size=len(batch["dialogues"]) or 1,
+                                       progress_bar=False, empty_turns=empty_turns)
         else:
             out = self.score(
                 contexts=batch["contexts"],
@@ -154,8 +182,12 @@ class Scorer(abc.ABC):
                 references=batch.get("references"),
                 batch_size=max(1, len(batch["responses"])),
                 progress_bar=False,
+                empty_turns=empty_turns,
             )
-        return {"score": np.asarray(out.scores, dtype=np.float64)}
+        if empty_turns == "error":
+            return {"score": np.asarray(out.scores, dtype=np.float64)}
+        reasons = {s["index"]: s["reason"] for s in out.metadata["skipped"]}
+        return {"score": out.scores, "skipped_reason": [reasons.get(i) for i in range(len(out.scores))]}
 
     # -- helpers --------------------------------------------------------------------------------------------------
     @staticmethod
@@ -163,11 +195,13 @@ class Scorer(abc.ABC):
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
 
-    def _finite(self, scores: np.ndarray) -> np.ndarray:
+    def _finite(self, scores: np.ndarray, kept: list[int]) -> np.ndarray:
+        """``scores`` of the ``kept`` items as float64; a non-finite one is a bug, named by its input index."""
         scores = np.asarray(scores, dtype=np.float64)
         bad = np.flatnonzero(~np.isfinite(scores))
         if bad.size:
-            raise RuntimeError(f"metric '{self.name}' produced non-finite scores at items {bad[:10].tolist()}")
+            where = [kept[i] for i in bad[:10].tolist()]
+            raise RuntimeError(f"metric '{self.name}' produced non-finite scores at items {where}")
         return scores
 
     def _metadata(self) -> dict[str, Any]:
@@ -175,17 +209,47 @@ class Scorer(abc.ABC):
         return {}
 
     def _output(
-        self, scores: np.ndarray, start: float, batch_size: int, *, level: str, extra: dict | None = None
+        self, scores: np.ndarray, items: Sequence, kept: list[int], start: float, batch_size: int, *, level: str,
+        extra: dict | None = None, empty_turns: str,
     ) -> ScoreOutput:
+        """The output for ``items`` (normalised, skipped ones included) from the ``scores`` of the ``kept`` ones."""
+        seconds = round(time.perf_counter() - start, 4)
         meta = {
             "metric": self.name,
             "level": level,
-            "n_items": int(scores.size),
+            "n_items": len(items),
             "batch_size": batch_size,
-            "device": str(self.device or "cpu"),
-            "seconds": round(time.perf_counter() - start, 4),
+            # The base class computes nothing on a device: a scorer that runs a model reports where it ran in
+            # ``_metadata`` (LearnedScorer, EncoderScorer); the others (overlap, GloVe) compute on the CPU.
+            "device": "cpu",
+            "seconds": seconds,
             **self._metadata(),
             **(extra or {}),
         }
+        per_item: list[float | None] = [None] * len(items)
+        for i, value in zip(kept, scores.tolist()):
+            per_item[i] = value
+        if empty_turns == "skip":
+            meta = _to_input_positions(meta, kept, len(items))
+            meta["n_scored"] = len(kept)
+            meta["skipped"] = [{"index": s.index, "reason": s.reason} for s in items if isinstance(s, SkippedItem)]
         system = float(scores.mean()) if scores.size else float("nan")
-        return ScoreOutput(scores=scores.tolist(), system_score=system, signature=self.signature, metadata=meta)
+        return ScoreOutput(scores=per_item, system_score=system, signature=self.signature, metadata=meta)
+
+
+def _to_input_positions(meta: dict[str, Any], kept: list[int], n_items: int) -> dict[str, Any]:
+    """Metadata that names items by position, moved from positions among the scored items to input positions.
+
+    The metric saw only the ``kept`` items: lists of item indices (keys ending in ``_items``) are mapped back,
+    and ``turn_scores`` (one entry per scored dialogue) gets ``None`` at the skipped ones.
+    """
+    out = dict(meta)
+    for key, value in meta.items():
+        if key.endswith("_items") and isinstance(value, list):
+            out[key] = [kept[i] for i in value]
+    if isinstance(meta.get("turn_scores"), list):
+        turn_scores: list = [None] * n_items
+        for i, value in zip(kept, meta["turn_scores"]):
+            turn_scores[i] = value
+        out["turn_scores"] = turn_scores
+    return out

@@ -12,6 +12,8 @@ import os
 from importlib import resources
 from pathlib import Path
 
+from ..errors import CheckpointNotFoundError
+
 # Files that make up a checkpoint. Others are ignored: `evaluate` writes lock files into a folder given as
 # ``config_name``, and a user's notes beside the weights must not change the signature. The custom-code files
 # (``*.py``) that `save_pretrained` writes are left out too: scorers run the installed ``dialeval.modeling`` code,
@@ -22,7 +24,7 @@ FINGERPRINT_SUFFIXES = (".json", ".safetensors", ".txt")
 def shipped_checkpoint(metric_dir: str, train_command: str, name: str = "default") -> Path:
     path = Path(str(resources.files("dialeval"))) / "checkpoints" / metric_dir / name
     if not (path / "config.json").exists():
-        raise FileNotFoundError(
+        raise CheckpointNotFoundError(
             f"no shipped {metric_dir} checkpoint named {name!r} at {path}; train one with "
             f"`{train_command} --output-dir runs/{metric_dir}` and pass checkpoint='runs/{metric_dir}/best' "
             f"(CLI: --checkpoint runs/{metric_dir}/best)"
@@ -38,8 +40,8 @@ def resolve_checkpoint(checkpoint: str | os.PathLike | None, metric_dir: str, tr
         return path
     if (path / "best" / "config.json").exists():
         return path / "best"
-    raise FileNotFoundError(f"{path} is not a {metric_dir} checkpoint folder (no config.json, nor best/config.json); "
-                            f"train one with `{train_command}`")
+    raise CheckpointNotFoundError(f"{path} is not a {metric_dir} checkpoint folder (no config.json, nor "
+                                  f"best/config.json); train one with `{train_command}`")
 
 
 def checkpoint_fingerprint(path: Path) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from ..errors import UnknownNameError
 from .base import Scorer
 
 # name -> "module:Class". Learned metrics add themselves here as they land.
@@ -35,7 +36,7 @@ def available_metrics() -> list[str]:
 
 def scorer_class(name: str) -> type[Scorer]:
     if name not in METRICS:
-        raise KeyError(f"unknown metric {name!r}; available: {', '.join(available_metrics())}")
+        raise UnknownNameError("metric", name, available_metrics())
     module, cls = METRICS[name].split(":")
     return getattr(import_module(module), cls)
 

@@ -192,7 +192,11 @@ def test_checkpoint_option_is_refused_for_metrics_without_checkpoints(tmp_path):
 def test_benchmark_label_names_rows_and_files(tmp_path, data_dir):
     res = runner.invoke(app, ["benchmark", "--metric", "context_cosine", "--label", "cosine-variant", "--benchmark",
                               "fed_turn", "--bootstrap", "10", "--data-dir", str(data_dir), "--output-dir",
-                              str(tmp_path), "--no-plot"])
+                              str(tmp_path), "--no-plot", "--quiet"])
     assert res.exit_code == 0, res.output
+    # stderr: no progress bar under --quiet, then the closing summary (items, truncation, seconds, device)
+    summary = res.stderr.strip().splitlines()
+    assert len(summary) == 1 and summary[0].startswith("summary: 375 items, "), res.stderr
+    assert " truncated texts; " in summary[0] and " s scoring on " in summary[0]
     rows = json.loads((tmp_path / "cosine-variant__fed_turn.json").read_text())[0]["rows"]
     assert rows and {r["metric"] for r in rows} == {"cosine-variant"}

@@ -97,6 +97,34 @@ def test_one_off_function_and_bad_input():
         dialeval.score("context_cosine", contexts=["a"], responses=["b"], batch_size=0)
     with pytest.raises(KeyError, match="unknown metric"):
         dialeval.load_scorer("no-such-metric")
+    with pytest.raises(dialeval.UnknownNameError, match="did you mean 'context_cosine'"):
+        dialeval.load_scorer("context_cosin")
+
+
+def test_device_reported_is_the_device_used(scorer):
+    assert scorer.score(contexts=["a"], responses=["b"]).metadata["device"] == str(scorer.encoder.device) == "cpu"
+    # Overlap metrics compute with numpy whatever device was asked for, so they report the CPU.
+    bleu = dialeval.load_scorer("bleu4", device="cuda:1")
+    assert bleu.score(contexts=["a"], responses=["b c"], references=["b c"]).metadata["device"] == "cpu"
+
+
+def test_progress_bar_appears_only_for_long_jobs(monkeypatch, capsys):
+    import time
+
+    from dialeval.backbone import batching
+
+    list(batching.progress(range(3), total=3, enabled=None, desc="short"))
+    assert capsys.readouterr().err == ""  # a short job prints nothing
+    monkeypatch.setattr(batching, "PROGRESS_DELAY_SECONDS", 0.05)
+    for _ in batching.progress(range(3), total=3, enabled=None, desc="long"):
+        time.sleep(0.15)
+    err = capsys.readouterr().err
+    assert "long" in err and "/3 [" in err and "it/s" in err and "<" in err  # count, rate, elapsed<left
+    for _ in batching.progress(range(3), total=3, enabled=False, desc="off"):
+        time.sleep(0.15)
+    assert capsys.readouterr().err == ""
+    list(batching.progress(range(3), total=3, enabled=True, desc="asked"))
+    assert "asked" in capsys.readouterr().err
 
 
 def test_huge_and_non_ascii_inputs_get_defined_scores(scorer):

@@ -74,3 +74,17 @@ def test_dialogues_validation():
         normalize_dialogues([["a", "b"], "not a list"])
     with pytest.raises(InputError, match=r"dialogues\[0\]\[1\]\.content has type int"):
         normalize_dialogues([[{"role": "a", "content": "x"}, {"role": "b", "content": 5}]])
+
+
+def test_error_family_keeps_the_builtin_bases():
+    import dialeval
+    from dialeval import errors, paths
+
+    assert InputError is dialeval.InputError is errors.InputError
+    assert issubclass(InputError, ValueError) and issubclass(InputError, errors.DialevalError)
+    assert issubclass(errors.CheckpointNotFoundError, FileNotFoundError)
+    assert paths.DataDirNotFound is errors.DataDirNotFound and issubclass(paths.DataDirNotFound, FileNotFoundError)
+    unknown = errors.UnknownNameError("metric", "grad", ["grade", "pone"])
+    assert isinstance(unknown, KeyError)
+    assert str(unknown) == "unknown metric 'grad'; did you mean 'grade'? (choices: grade, pone)"  # no KeyError quotes
+    assert "did you mean" not in str(errors.UnknownNameError("metric", "zzz", ["grade", "pone"]))

@@ -1,0 +1,196 @@
+"""The command line's front door: every --help works, and a user's mistake is one line on stderr with status 2."""
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from dialeval.cli import app
+from dialeval.cli.io import read_rows, write_rows
+from dialeval.errors import DialevalError, InputFileError
+
+runner = CliRunner()
+
+
+def _command_paths(command, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = [prefix]
+    if hasattr(command, "commands"):  # a group
+        for name, sub in command.commands.items():
+            paths += _command_paths(sub, (*prefix, name))
+    return paths
+
+
+COMMANDS = _command_paths(typer.main.get_command(app))
+
+
+def test_the_command_tree_is_the_expected_one():
+    names = {" ".join(p) for p in COMMANDS}
+    assert {"", "score", "benchmark", "report", "compare", "list", "train", "train grade", "train dynaeval",
+            "train bert-ruber", "train pone"} <= names
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "dialeval")
+def test_every_help_exits_zero(path):
+    res = runner.invoke(app, [*path, "--help"])
+    assert res.exit_code == 0, res.output
+    assert "Usage:" in res.output and "Traceback" not in res.output
+
+
+def _one_line_error(res, *fragments: str) -> str:
+    """The run failed with status 2 and exactly one line on stderr naming the problem."""
+    assert res.exit_code == 2, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    assert "Traceback" not in res.output
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def good(tmp_path):
+    path = tmp_path / "good.jsonl"
+    path.write_text(json.dumps({"context": ["hi"], "response": "hello there", "references": ["hello"]}) + "\n")
+    return path
+
+
+def test_unknown_metric_suggests_the_close_name(good):
+    line = _one_line_error(runner.invoke(app, ["score", "--metric", "bleu", "-i", str(good)]), "unknown metric 'bleu'")
+    assert "did you mean 'bleu4'" in line
+
+
+def test_unknown_benchmark_suggests_the_close_name(tmp_path):
+    res = runner.invoke(app, ["benchmark", "--metric", "bleu4", "--benchmark", "fed_trn",
+                              "--output-dir", str(tmp_path)])
+    _one_line_error(res, "unknown benchmark 'fed_trn'", "did you mean 'fed_turn'")
+
+
+def test_unknown_metric_in_a_list_is_found_before_anything_runs(tmp_path):
+    res = runner.invoke(app, ["benchmark", "--metric", "bleu4,rogueL", "--benchmark", "fed_turn",
+                              "--output-dir", str(tmp_path)])
+    _one_line_error(res, "unknown metric 'rogueL'", "did you mean 'rougeL'")
+
+
+def test_unknown_aspect_and_split_are_named_with_their_benchmark(tmp_path):
+    res = runner.invoke(app, ["benchmark", "--metric", "bleu4", "--benchmark", "fed_turn", "--aspect", "overall",
+                              "--output-dir", str(tmp_path)])
+    _one_line_error(res, "unknown fed_turn aspect 'overall'", "did you mean 'Overall'")
+    res = runner.invoke(app, ["benchmark", "--metric", "bleu4", "--benchmark", "fed_turn", "--split", "train",
+                              "--output-dir", str(tmp_path)])
+    _one_line_error(res, "unknown fed_turn split 'train'", "choices: test")
+
+
+def test_missing_input_file(tmp_path):
+    missing = tmp_path / "nowhere.jsonl"
+    _one_line_error(runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(missing)]),
+                    f"{missing} does not exist")
+
+
+def test_non_utf8_file_names_line_and_byte(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"context": "hi", "response": "ok", "references": "ok"}\n'
+                     b'{"context": "caf\xe9", "response": "ok", "references": "ok"}\n')
+    _one_line_error(runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(path)]),
+                    f"{path}:2: not UTF-8", "byte 0xe9")
+
+
+def test_bad_jsonl_line_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"context": "hi", "response": "ok", "references": "ok"}\n\n{"context": "hi", "response": }\n')
+    _one_line_error(runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(path)]), f"{path}:3: not valid JSON")
+    path.write_text('["hi", "ok"]\n')
+    _one_line_error(runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(path)]),
+                    f"{path}:1: expected a JSON object")
+
+
+@pytest.mark.parametrize("name, content", [("empty.jsonl", ""), ("blank.jsonl", "\n  \n"),
+                                           ("header.csv", "context,response\n")])
+def test_empty_input_is_an_error_not_nan(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_text(content)
+    res = runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(path)])
+    line = _one_line_error(res, f"{path} has no rows")
+    assert "nan" not in res.output and "nan" not in line
+
+
+def test_missing_checkpoint_folder(good, tmp_path):
+    res = runner.invoke(app, ["score", "--metric", "grade", "-i", str(good), "--checkpoint", str(tmp_path / "no")])
+    _one_line_error(res, f"{tmp_path / 'no'} is not a grade checkpoint folder", "dialeval train grade")
+
+
+def test_missing_field_names_the_file_and_rows(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"context": "hi", "response": "ok"}\n{"context": "hi"}\n')
+    _one_line_error(runner.invoke(app, ["score", "--metric", "rougeL", "-i", str(path)]),
+                    str(path), "rows [1]", "no 'response' field")
+
+
+def test_train_commands_share_the_handler(tmp_path):
+    res = runner.invoke(app, ["train", "grade", "--output-dir", str(tmp_path / "run"),
+                              "--data-dir", str(tmp_path / "no-data")])
+    _one_line_error(res, "data directory not found", str(tmp_path / "no-data"))
+
+
+def test_report_of_a_file_that_is_not_results(tmp_path):
+    path = tmp_path / "r.json"
+    _one_line_error(runner.invoke(app, ["report", str(path)]), f"{path} does not exist")
+    path.write_text('{"rows": []}')
+    _one_line_error(runner.invoke(app, ["report", str(path)]), "is not a results file of `dialeval benchmark`")
+
+
+def test_debug_shows_the_exception(tmp_path):
+    res = runner.invoke(app, ["--debug", "score", "--metric", "bleu4", "-i", str(tmp_path / "nowhere.jsonl")])
+    assert isinstance(res.exception, InputFileError) and isinstance(res.exception, DialevalError)
+    assert "error: " not in res.stderr
+
+
+def test_usage_errors_stay_usage_errors(good):
+    res = runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(good), "--empty-turns", "drop"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "drop" in res.output and "error" in res.output and "skip" in res.output
+
+
+# -- reading and writing rows (dialeval.cli.io) ----------------------------------------------------------------------
+def test_csv_written_by_score_reads_back_as_lists(tmp_path):
+    rows = [{"id": "a", "context": ["hi there", "how are you?"], "response": "fine, thanks",
+             "references": ["good, thanks", "fine"]},
+            {"id": "b", "context": [{"role": "user", "content": "your name?"}], "response": "Bob",
+             "references": ["I am Bob"]}]
+    src = tmp_path / "in.jsonl"
+    write_rows(rows, src)
+    first = tmp_path / "scored.csv"
+    res = runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(src), "-o", str(first)])
+    assert res.exit_code == 0, res.output
+    back = read_rows(first)
+    assert [r["context"] for r in back] == [r["context"] for r in rows]
+    assert [r["references"] for r in back] == [r["references"] for r in rows]
+    again = tmp_path / "again.jsonl"
+    res = runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(first), "-o", str(again)])
+    assert res.exit_code == 0, res.output
+    rescored = [json.loads(line) for line in again.read_text().splitlines()]
+    assert [r["score"] for r in rescored] == [float(r["score"]) for r in back]
+    assert [r["id"] for r in rescored] == ["a", "b"]
+
+
+def test_csv_list_cell_that_is_not_json_names_file_row_and_column(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_text('id,context,response\na,"[""hi"", ""there""]",ok\nb,"[""hi"", oops]",ok\n')
+    line = _one_line_error(runner.invoke(app, ["score", "--metric", "rougeL", "-i", str(path)]),
+                           str(path), "row 2", "column 'context'", "not valid JSON")
+    assert ":3:" in line  # the file line of that row
+
+
+def test_csv_plain_cells_and_separator(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_text("context,response,references\nhi|||how are you?,fine,good\n")
+    assert read_rows(path)[0]["context"] == "hi|||how are you?"
+    row = read_rows(path, turn_separator="|||")[0]
+    assert row["context"] == ["hi", "how are you?"] and row["references"] == ["good"]
+
+
+def test_utf8_bom_is_dropped(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes("\ufeffcontext,response\nhi,ok\n".encode())
+    assert read_rows(path) == [{"context": "hi", "response": "ok"}]
