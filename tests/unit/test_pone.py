@@ -511,8 +511,8 @@ def test_embedding_store_shared_by_two_writers_keeps_both(tmp_path):
 
 
 def test_augmentation_cache_resumes_after_a_cut_line(tmp_path):
-    from dialeval.metrics.pone.augmentation import augment_pairs
     from dialeval.metrics.bert_ruber.data import Pair
+    from dialeval.metrics.pone.augmentation import augment_pairs
 
     pairs = [Pair(("hi",), f"response {i}") for i in range(4)]
     seen = []
