@@ -16,35 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import (
-    CheckpointNotFoundError,
-    DataDirNotFound,
-    DialevalError,
-    EmptyTurnError,
-    InputError,
-    InputFileError,
-    UnknownNameError,
-)
+from . import errors
+from .errors import *  # noqa: F403  (the error family: every name in errors.__all__)
 from .scoring import ScoreOutput, Scorer
 from .scoring.registry import available_metrics, load_scorer
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CheckpointNotFoundError",
-    "DataDirNotFound",
-    "DialevalError",
-    "EmptyTurnError",
-    "InputError",
-    "InputFileError",
-    "ScoreOutput",
-    "Scorer",
-    "UnknownNameError",
-    "__version__",
-    "available_metrics",
-    "load_scorer",
-    "score",
-]
+__all__ = [*errors.__all__, "ScoreOutput", "Scorer", "__version__", "available_metrics", "load_scorer", "score"]
 
 
 def score(metric: str, /, **inputs: Any) -> ScoreOutput:
