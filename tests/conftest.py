@@ -88,6 +88,32 @@ def run_without_dialeval(code: str, *args: object, cwd: Path, pythonpath: str | 
     return json.loads(out.read_text())
 
 
+_BLOCKING = """\
+import importlib.abc, sys
+
+blocked = set(sys.argv[1].split(","))
+
+class _Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in blocked:
+            raise ImportError(f"{name} is not installed here (blocked by the test)")
+        return None
+
+sys.meta_path.insert(0, _Block())
+sys.argv = ["dialeval", *sys.argv[2:]]
+from dialeval.cli import app
+app()
+"""
+
+
+def run_cli_blocking(args: list[object], *, blocked: list[str], cwd: Path, env: dict[str, str] | None = None):
+    """Run ``dialeval ARGS`` in a fresh process in which importing any of the top-level packages ``blocked``
+    raises ``ImportError`` (a machine that lacks them); returns the ``CompletedProcess`` (text output)."""
+    full_env = dict(os.environ, HF_HUB_OFFLINE="1", **(env or {}))
+    return subprocess.run([sys.executable, "-c", _BLOCKING, ",".join(blocked), *map(str, args)], cwd=str(cwd),
+                          env=full_env, capture_output=True, text=True, timeout=600, check=False)
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """The tests' models are tiny: on a busy 2-core machine, OpenMP threads waiting on each other cost more than they

@@ -62,9 +62,22 @@ RECIPES: dict[str, Recipe] = {
 }
 
 
+#: The exit status of a run that ``--max-minutes`` stopped before its last step (state saved; rerun to resume).
+STOPPED_EXIT_CODE = 3
+
+
 def _handler(recipe: Recipe) -> Callable[[TrainingOptions], None]:
     def handle(opts: TrainingOptions) -> None:
-        typer.echo(recipe.summary_line(opts, recipe.run(opts)))
+        summary = recipe.run(opts)
+        if opts.prepare_only:
+            typer.echo(f"prepared {opts.output_dir} ({len(summary['files'])} files, manifest prepared.json); train "
+                       "with the same command without --prepare-only, here or on another machine")
+        elif summary.get("finished") is False:
+            typer.echo(f"stopped at step {summary['steps']} of {summary['total_steps']} (--max-minutes); the state "
+                       f"is saved in {opts.output_dir}: run the same command again to resume", err=True)
+            raise typer.Exit(STOPPED_EXIT_CODE)
+        else:
+            typer.echo(recipe.summary_line(opts, summary))
 
     return handle
 

@@ -3,9 +3,20 @@
 the last saved state.
 
 A metric's recipe provides the model, a function that yields the batches of an epoch (deterministic given the
-epoch and seed), a loss function and a validation function; the loop does the rest. Resuming restores model,
-optimizer, scheduler and RNG states (``Accelerator.save_state``) and skips the batches of the interrupted epoch
-that were already seen, so an interrupted run continues where it stopped.
+epoch and seed), optionally a ``collate`` that turns one of them into tensors (run in ``dataloader_workers``
+processes when there are any), a loss function and a validation function; the loop does the rest. Resuming
+restores model, optimizer, scheduler and RNG states (``Accelerator.save_state``) and skips the batches of the
+interrupted epoch that were already seen, so an interrupted run continues where it stopped, and ends with the same
+weights as a run that was never interrupted.
+
+Bounded runs: with a ``deadline`` (``time.monotonic()`` seconds; ``--max-minutes`` sets it) the loop saves the
+full state and returns ``finished=False`` while there is still time for that: before each step it keeps in
+reserve three times the slowest step so far, the last validation (when the next step ends with one) and the last
+state save. ``stop_after_steps`` does the same after a number of this call's steps (tests cut runs with it).
+
+One optimizer step takes ``gradient_accumulation`` batches (losses scaled by their inverse); steps, ``eval_every``,
+``max_steps`` and the schedule count optimizer steps. ``precision="bf16"`` runs the forward passes under bf16
+autocast on the training device.
 
 The model trains on :func:`~dialeval.training.device.training_device` of ``args.device`` (an explicit ``cuda:1`` is
 honoured; unset: Accelerate's choice), the device the recipe's encoder uses too.
@@ -45,6 +56,11 @@ class TrainingArguments:
     lr_schedule: str = "linear"  # "linear": warm-up + linear decay; "step": lr *= step_decay_gamma every N steps
     step_decay_every: int | None = None  # "step" schedule: steps between decays (None: one epoch)
     step_decay_gamma: float = 0.5
+    gradient_accumulation: int = 1
+    precision: str = "fp32"  # "fp32" or "bf16" (autocast)
+    dataloader_workers: int = 0
+    deadline: float | None = None  # time.monotonic() by which state is saved and the loop has returned
+    stop_after_steps: int | None = None  # save state and return after this many steps of this call
 
 
 @dataclass
@@ -54,6 +70,48 @@ class TrainingResult:
     steps: int
     seconds: float
     history: list[dict[str, Any]]
+    finished: bool = True  # False: stopped by the deadline or stop_after_steps, state saved; call again to resume
+    total_steps: int = 0
+
+
+def shared_loop_arguments(opts: Any, *, started: float) -> dict[str, Any]:
+    """The loop arguments every recipe takes from the shared options (precision, accumulation, workers and the
+    ``--max-minutes`` deadline counted from ``started``, the recipe's ``time.monotonic()`` at start)."""
+    deadline = None if opts.max_minutes is None else started + 60.0 * opts.max_minutes
+    return {"gradient_accumulation": opts.gradient_accumulation, "precision": opts.precision,
+            "dataloader_workers": opts.dataloader_workers, "deadline": deadline}
+
+
+def stopped_summary(out: Path, result: TrainingResult, **extra: Any) -> dict[str, Any]:
+    """Write and return the ``summary.json`` of a run that stopped before its last step."""
+    summary = {"finished": False, "steps": result.steps, "total_steps": result.total_steps,
+               "best_step": result.best_step, "seconds": result.seconds, **extra}
+    Path(out, "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+class _EpochStream(torch.utils.data.IterableDataset):
+    """The batches of one epoch from ``skip`` on, collated; with workers, worker ``w`` of ``n`` collates every
+    ``n``-th batch and the DataLoader's round-robin returns them in order."""
+
+    def __init__(self, epoch_batches, epoch: int, skip: int, collate) -> None:
+        self.epoch_batches, self.epoch, self.skip, self.collate = epoch_batches, epoch, skip, collate
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
+        for i, batch in enumerate(self.epoch_batches(self.epoch)):
+            if i >= self.skip and (i - self.skip) % workers == worker:
+                yield self.collate(batch)
+
+
+def _epoch_stream(epoch_batches, epoch: int, skip: int, collate, workers: int) -> Iterable[Any]:
+    stream = _EpochStream(epoch_batches, epoch, skip, collate)
+    if workers == 0:
+        return iter(stream)
+    # its own generator: the workers' base seed must not be drawn from the global RNG (dropout masks would change)
+    return iter(torch.utils.data.DataLoader(stream, batch_size=None, num_workers=workers,
+                                            generator=torch.Generator().manual_seed(epoch)))
 
 
 def _param_groups(model: torch.nn.Module, args: TrainingArguments, is_head: Callable[[str], bool]):
@@ -91,32 +149,45 @@ def train(
     *,
     args: TrainingArguments,
     options: Any,
-    epoch_batches: Callable[[int], Iterable[dict[str, Any]]],
+    epoch_batches: Callable[[int], Iterable[Any]],
     steps_per_epoch: int,
-    loss_fn: Callable[[torch.nn.Module, dict[str, Any]], torch.Tensor],
+    loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
     evaluate_fn: Callable[[torch.nn.Module], dict[str, float]],
     save_best: Callable[[torch.nn.Module, Path], None],
     selection_key: str,
     greater_is_better: bool,
     is_head: Callable[[str], bool] = lambda name: True,
     resume: bool = True,
+    collate: Callable[[Any], Any] | None = None,
 ) -> TrainingResult:
     """Run the loop; the best model (by ``evaluate_fn()[selection_key]``) is written with ``save_best``.
-    ``options`` is the recipe's options dataclass, saved with the loop's settings in ``training_args.json``."""
+    ``steps_per_epoch`` counts the batches ``epoch_batches`` yields (an optimizer step takes
+    ``args.gradient_accumulation`` of them); ``collate`` (default: none) turns a yielded batch into what ``loss_fn``
+    takes. ``options`` is the recipe's options dataclass, saved with the loop's settings in ``training_args.json``."""
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
+    if args.precision not in ("fp32", "bf16"):
+        raise ValueError(f"precision must be 'fp32' or 'bf16', got {args.precision!r}")
+    accumulate = max(1, int(args.gradient_accumulation))
+    batches_per_epoch = steps_per_epoch
+    steps_per_epoch = batches_per_epoch // accumulate
+    if steps_per_epoch < 1:
+        raise ValueError(f"{batches_per_epoch} batches per epoch is less than one optimizer step of "
+                         f"{accumulate} batches: lower --gradient-accumulation or --batch-size")
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     set_seed(args.seed)
     # The loop places the model itself, so an explicit device (cuda:1 too) is the one used; Accelerate keeps the
     # rest (optimizer wrapping, state saving, RNG states).
-    model.to(training_device(args.device))
+    device = training_device(args.device)
+    model.to(device)
     accelerator = Accelerator(device_placement=False)
     total = steps_per_epoch * args.epochs if args.max_steps is None else min(args.max_steps, steps_per_epoch * args.epochs)
     optimizer, scheduler = _optimizer_and_schedule(model, args, is_head, total, steps_per_epoch)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    (out / "training_args.json").write_text(json.dumps({"options": asdict(options), "loop": asdict(args)}, indent=1))
+    (out / "training_args.json").write_text(json.dumps(
+        {"options": asdict(options), "loop": {k: v for k, v in asdict(args).items() if k != "deadline"}}, indent=1))
 
     state_dir, progress_file, log_file = out / "last_state", out / "progress.json", out / "log.jsonl"
     step, best, best_step, history = 0, None, -1, []
@@ -125,12 +196,20 @@ def train(
         saved = json.loads(progress_file.read_text())
         step, best, best_step, history = saved["step"], saved["best"], saved["best_step"], saved["history"]
         accelerator.print(f"resumed from step {step} (best {selection_key}={best} at step {best_step})")
+    timing = {"step": 0.0, "eval": 0.0, "save": 0.0}
 
     def better(value: float) -> bool:
         return best is None or (value > best if greater_is_better else value < best)
 
+    def save_state(step: int) -> None:
+        began = time.monotonic()
+        accelerator.save_state(str(state_dir))
+        progress_file.write_text(json.dumps({"step": step, "best": best, "best_step": best_step, "history": history}))
+        timing["save"] = time.monotonic() - began
+
     def checkpoint(step: int) -> None:
         nonlocal best, best_step
+        began = time.monotonic()
         model.eval()
         metrics = evaluate_fn(accelerator.unwrap_model(model))
         model.train()
@@ -142,28 +221,51 @@ def train(
         history.append(record)
         _log(log_file, {"event": "eval", **record})
         accelerator.print(f"step {step}: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
-        accelerator.save_state(str(state_dir))
-        progress_file.write_text(json.dumps({"step": step, "best": best, "best_step": best_step, "history": history}))
+        timing["eval"] = time.monotonic() - began
+        save_state(step)
 
+    def out_of_time(step: int) -> bool:
+        if args.stop_after_steps is not None and step - first_step >= args.stop_after_steps:
+            return True
+        if args.deadline is None:
+            return False
+        reserve = 3 * timing["step"] + timing["save"] + (timing["eval"] if (step + 1) % args.eval_every == 0 else 0)
+        return time.monotonic() + reserve >= args.deadline
+
+    def result(finished: bool) -> TrainingResult:
+        return TrainingResult(best_metric=float("nan") if best is None else float(best), best_step=best_step,
+                              steps=step, seconds=round(time.perf_counter() - start, 1), history=history,
+                              finished=finished, total_steps=total)
+
+    autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16")
     start, first_step = time.perf_counter(), step
     model.train()
     running = []
     for epoch in range(step // steps_per_epoch, args.epochs):
-        skip = step - epoch * steps_per_epoch
-        for i, batch in enumerate(epoch_batches(epoch)):
-            if i < skip:
-                continue
+        if step >= total:
+            break
+        skip = (step - epoch * steps_per_epoch) * accumulate
+        batches = _epoch_stream(epoch_batches, epoch, skip, collate or (lambda batch: batch), args.dataloader_workers)
+        for _ in range(skip // accumulate, steps_per_epoch):
             if step >= total:
                 break
-            loss = loss_fn(model, batch)
-            accelerator.backward(loss)
+            if out_of_time(step):
+                save_state(step)
+                accelerator.print(f"stopped at step {step} of {total}; state saved in {state_dir}")
+                return result(finished=False)
+            began = time.monotonic()
+            for _ in range(accumulate):
+                with autocast:
+                    loss = loss_fn(model, next(batches))
+                accelerator.backward(loss / accumulate if accumulate > 1 else loss)
+                running.append(loss.item())
             if args.max_grad_norm is not None and args.max_grad_norm > 0:
                 accelerator.clip_grad_norm_(model.parameters(), args.max_grad_norm)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad()
             step += 1
-            running.append(loss.item())
+            timing["step"] = max(timing["step"], time.monotonic() - began)
             if step % args.log_every == 0:
                 rate = (step - first_step) / (time.perf_counter() - start)  # this run's steps only
                 _log(log_file, {"event": "train", "step": step, "epoch": epoch, "loss": sum(running) / len(running),
@@ -175,8 +277,7 @@ def train(
                 checkpoint(step)
     if not history or history[-1]["step"] != step:
         checkpoint(step)
-    return TrainingResult(best_metric=float(best), best_step=best_step, steps=step,
-                          seconds=round(time.perf_counter() - start, 1), history=history)
+    return result(finished=True)
 
 
 def replace_checkpoint(model, path: Path, **save_kwargs: Any) -> None:

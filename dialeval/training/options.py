@@ -22,7 +22,7 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, ClassVar, Literal, TypeVar, Union
 
 from ..errors import DialevalError
 from .device import DEVICE_FORMS, check_device_spec
@@ -157,6 +157,23 @@ class TrainingOptions:
     device: str | None = option(None, help=f"Training and encoding device: {DEVICE_FORMS} "
                                            "(default: Accelerate's choice).")
     resume: bool = option(True, help="Continue an interrupted run in output-dir.")
+    prepare_only: bool = option(False, help="Only prepare: do what needs spaCy, BM25, GloVe or the data files "
+                                            "(pairs, negatives, keywords, augmentations) and write it into "
+                                            "output-dir with a manifest; the same command without this flag then "
+                                            "trains from that folder, on any machine.")
+    max_minutes: float | None = option(None, min=0, help="Save the full training state and exit (status 3) before "
+                                                         "N minutes of this command; run it again to resume.")
+    gradient_accumulation: int = option(1, min=1, help="Batches per optimizer step (the effective batch is "
+                                                       "batch-size x this).")
+    precision: Literal["fp32", "bf16"] = option("fp32", help="Training precision: fp32, or bf16 autocast on the "
+                                                             "training device (slower than fp32 for MiniLM on an "
+                                                             "H100).")
+    dataloader_workers: int = option(0, min=0, help="Processes building batches beside training (0: in the "
+                                                    "training process; workers need fork, i.e. Linux).")
+
+    #: The options whose values decide what preparation writes into output-dir; a prepared folder is refused by a
+    #: run whose values differ (``prepared.json``). A recipe lists its own.
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed",)
 
     def __post_init__(self) -> None:
         self.check()
@@ -169,6 +186,10 @@ class TrainingOptions:
             check_device_spec(self.device)
         except ValueError as err:
             raise TrainingOptionsError(str(err)) from None
+
+    def preparation_options(self) -> dict[str, Any]:
+        """The values of :attr:`PREPARATION_FIELDS` (what a prepared folder's manifest records)."""
+        return {name: getattr(self, name) for name in self.PREPARATION_FIELDS}
 
 
 O = TypeVar("O", bound=TrainingOptions)

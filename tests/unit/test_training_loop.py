@@ -1,0 +1,127 @@
+"""The shared training loop: interrupted runs resume to the same weights, bounded runs stop cleanly, gradient
+accumulation and batch-building workers change nothing but speed."""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+from dialeval.training import TrainingArguments, train
+
+STEPS = 2000
+
+
+@dataclass
+class Tiny:
+    note: str = "tiny"
+
+
+def _model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(16, 1))
+
+
+def _epoch_batches(epoch: int):
+    rng = np.random.default_rng([5, epoch])
+    for _ in range(STEPS // 2):  # two epochs of 1,000 batches
+        x = rng.normal(size=(8, 4)).astype(np.float32)
+        yield {"x": x, "y": x.sum(axis=1, keepdims=True)}
+
+
+def _collate(batch: dict) -> dict:
+    return {k: torch.from_numpy(v) for k, v in batch.items()}
+
+
+def _run(out, *, model=None, collate=_collate, **loop):
+    model = model or _model()
+    loop.setdefault("eval_every", 300)
+    args = TrainingArguments(output_dir=str(out), epochs=2, learning_rate=1e-2, log_every=10_000, device="cpu",
+                             **loop)
+    result = train(model, args=args, options=Tiny(), epoch_batches=_epoch_batches, steps_per_epoch=STEPS // 2,
+                   loss_fn=lambda m, b: torch.nn.functional.mse_loss(m(b["x"]), b["y"]),
+                   evaluate_fn=lambda m: {"w": float(next(m.parameters()).detach().sum())}, save_best=lambda m, path: None,
+                   selection_key="w", greater_is_better=True, collate=collate)
+    return model, result
+
+
+def _same(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    return _run(tmp_path_factory.mktemp("straight"))
+
+
+def test_a_run_cut_at_step_1000_and_resumed_ends_with_identical_weights(straight, tmp_path):
+    model, first = _run(tmp_path, stop_after_steps=1000)
+    assert not first.finished and first.steps == 1000 and first.total_steps == STEPS
+    assert not _same(model, straight[0])
+    resumed, second = _run(tmp_path)  # a fresh model and optimizer: everything comes from the saved state
+    assert second.finished and second.steps == STEPS
+    assert _same(resumed, straight[0])
+    assert [h["step"] for h in second.history] == [h["step"] for h in straight[1].history]
+
+
+def test_a_deadline_stops_with_state_saved_and_the_rerun_finishes_identically(straight, tmp_path):
+    model, first = _run(tmp_path, deadline=time.monotonic() + 0.5)
+    assert not first.finished and first.steps < STEPS
+    assert (tmp_path / "last_state").is_dir() and (tmp_path / "progress.json").exists()
+    resumed, second = _run(tmp_path)
+    assert second.finished and _same(resumed, straight[0])
+
+
+def test_an_expired_deadline_stops_before_the_first_step(tmp_path):
+    _, result = _run(tmp_path, deadline=time.monotonic() - 1)
+    assert not result.finished and result.steps == 0
+
+
+def test_workers_build_the_same_batches_in_the_same_order(straight, tmp_path):
+    model, result = _run(tmp_path, dataloader_workers=2)
+    assert result.finished and _same(model, straight[0])
+
+
+def test_resuming_with_workers_skips_exactly_the_batches_seen(straight, tmp_path):
+    _run(tmp_path, stop_after_steps=700, dataloader_workers=2)
+    resumed, _ = _run(tmp_path, dataloader_workers=2)
+    assert _same(resumed, straight[0])
+
+
+def test_gradient_accumulation_counts_optimizer_steps_and_matches_one_big_batch(tmp_path):
+    """Two accumulated batches of 8 make the step of one batch of 16 (no dropout, mean losses)."""
+    def model():
+        torch.manual_seed(0)
+        return torch.nn.Linear(4, 1)
+
+    accumulated, result = _run(tmp_path / "acc", model=model(), gradient_accumulation=2, eval_every=100)
+    assert result.steps == STEPS // 2 and result.total_steps == STEPS // 2
+
+    def merged(epoch):
+        it = _epoch_batches(epoch)
+        for a, b in zip(it, it):
+            yield {k: np.concatenate([a[k], b[k]]) for k in a}
+
+    single = model()
+    args = TrainingArguments(output_dir=str(tmp_path / "one"), epochs=2, learning_rate=1e-2, log_every=10_000,
+                             device="cpu", eval_every=100)
+    train(single, args=args, options=Tiny(), epoch_batches=merged, steps_per_epoch=STEPS // 4,
+          loss_fn=lambda m, b: torch.nn.functional.mse_loss(m(b["x"]), b["y"]),
+          evaluate_fn=lambda m: {"w": 0.0}, save_best=lambda m, path: None, selection_key="w",
+          greater_is_better=True, collate=_collate)
+    for a, b in zip(accumulated.parameters(), single.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    assert not all(torch.equal(a, b) for a, b in zip(accumulated.parameters(), model().parameters()))
+
+
+def test_bf16_autocast_trains_and_bad_precision_is_refused(tmp_path):
+    model, result = _run(tmp_path / "bf16", precision="bf16", stop_after_steps=50)
+    assert result.steps == 50 and all(p.dtype == torch.float32 for p in model.parameters())
+    with pytest.raises(ValueError, match="precision"):
+        _run(tmp_path / "bad", precision="fp8")
+
+
+def test_more_accumulation_than_batches_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="gradient-accumulation"):
+        _run(tmp_path, gradient_accumulation=STEPS)
