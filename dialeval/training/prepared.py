@@ -74,8 +74,9 @@ def write_manifest(out: str | Path, *, metric: str, options: Any, files: Iterabl
         "data": _relative_hashes(Path(data_dir), data_files) if data_dir is not None else {},
         "versions": package_versions(),
     }
-    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1))
-    return manifest
+    text = json.dumps(manifest, indent=1)
+    (out / MANIFEST_FILE).write_text(text)
+    return json.loads(text)  # as a reader sees it (tuples are lists)
 
 
 def read_manifest(out: str | Path) -> dict[str, Any] | None:

@@ -64,6 +64,8 @@ def test_documented_flags_keep_their_spelling():
     for name in RECIPE_NAMES:  # one spelling per concept across the recipes
         flags = {o for p in _click_command(name).params for o in p.opts}
         assert {"--learning-rate", "--threads", "--device", "--seed", "--output-dir"} <= flags
+        assert {"--prepare-only", "--max-minutes", "--gradient-accumulation", "--precision",
+                "--dataloader-workers"} <= flags
         assert "--lr" not in flags
 
 
@@ -72,6 +74,7 @@ def test_help_exits_zero(name):
     res = CliRunner().invoke(app, ["train", name, "--help"])
     assert res.exit_code == 0, res.output
     assert "--output-dir" in res.output and "--learning-rate" in res.output
+    assert "--prepare-only" in res.output and "--max-minutes" in res.output
 
 
 def test_defaults_that_trained_the_shipped_checkpoints():
@@ -125,6 +128,21 @@ def test_cli_values_reach_the_dataclass(monkeypatch, tmp_path):
                                                                                                 0.01)
     assert opts.selection == "val_loss" and isinstance(opts.selection, str) and opts.max_positives == 0
     assert opts.generator is None and opts.progress_bar is None and opts.stage2_epochs == 10
+
+
+def test_the_command_reports_a_prepared_folder_and_exits_3_when_stopped(monkeypatch, tmp_path):
+    import importlib
+
+    module = importlib.import_module(RECIPES["dynaeval"].module)
+    summaries = {True: {"prepared": True, "files": {"a": "0", "b": "1"}},
+                 False: {"finished": False, "steps": 40, "total_steps": 100}}
+    monkeypatch.setattr(module, "run", lambda opts: summaries[opts.prepare_only])
+    base = ["train", "dynaeval", "--output-dir", str(tmp_path)]
+    prepared = CliRunner().invoke(app, [*base, "--prepare-only"])
+    assert prepared.exit_code == 0 and f"prepared {tmp_path} (2 files" in prepared.output
+    stopped = CliRunner().invoke(app, [*base, "--max-minutes", "5"])
+    assert stopped.exit_code == 3, stopped.output
+    assert "stopped at step 40 of 100" in stopped.output and "run the same command again" in stopped.output
 
 
 @pytest.mark.parametrize("args, message", [
