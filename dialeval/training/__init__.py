@@ -2,8 +2,16 @@
 dataclass every recipe's options inherit (from which the CLI command and the saved config come)."""
 
 from .device import DeviceUnavailable, training_device, with_torch_threads
-from .loop import TrainingArguments, TrainingResult, replace_checkpoint, shared_loop_arguments, stopped_summary, train
+from .loop import (
+    TrainingArguments,
+    TrainingResult,
+    replace_checkpoint,
+    shared_loop_arguments,
+    stopped_summary,
+    train,
+)
 from .options import TrainingOptions, TrainingOptionsError, option, typer_command
 
 __all__ = ["DeviceUnavailable", "TrainingArguments", "TrainingOptions", "TrainingOptionsError", "TrainingResult",
-           "option", "replace_checkpoint", "shared_loop_arguments", "stopped_summary", "train", "training_device", "typer_command", "with_torch_threads"]
+           "option", "replace_checkpoint", "shared_loop_arguments", "stopped_summary", "train", "training_device",
+           "typer_command", "with_torch_threads"]

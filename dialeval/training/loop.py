@@ -183,7 +183,9 @@ def train(
     device = training_device(args.device)
     model.to(device)
     accelerator = Accelerator(device_placement=False)
-    total = steps_per_epoch * args.epochs if args.max_steps is None else min(args.max_steps, steps_per_epoch * args.epochs)
+    total = steps_per_epoch * args.epochs
+    if args.max_steps is not None:
+        total = min(args.max_steps, total)
     optimizer, scheduler = _optimizer_and_schedule(model, args, is_head, total, steps_per_epoch)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     (out / "training_args.json").write_text(json.dumps(

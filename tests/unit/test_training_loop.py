@@ -41,8 +41,8 @@ def _run(out, *, model=None, collate=_collate, **loop):
                              **loop)
     result = train(model, args=args, options=Tiny(), epoch_batches=_epoch_batches, steps_per_epoch=STEPS // 2,
                    loss_fn=lambda m, b: torch.nn.functional.mse_loss(m(b["x"]), b["y"]),
-                   evaluate_fn=lambda m: {"w": float(next(m.parameters()).detach().sum())}, save_best=lambda m, path: None,
-                   selection_key="w", greater_is_better=True, collate=collate)
+                   evaluate_fn=lambda m: {"w": float(next(m.parameters()).detach().sum())},
+                   save_best=lambda m, path: None, selection_key="w", greater_is_better=True, collate=collate)
     return model, result
 
 
