@@ -209,7 +209,15 @@ def benchmark(
 ) -> None:
     """Correlate metrics with human judgements: prints a table, writes JSON, CSV and scatter plots."""
     from ..benchmarks import benchmark_info, benchmark_names, expand_benchmark
-    from ..evaluation import MetricNotApplicable, format_table, run_benchmark, scatter_plot, write_csv, write_json
+    from ..evaluation import (
+        MetricNotApplicable,
+        format_diagnostics,
+        format_table,
+        run_benchmark,
+        scatter_plot,
+        write_csv,
+        write_json,
+    )
     from ..scoring.registry import BASELINES, scorer_class
 
     metrics = list(BASELINES) if metric == ALL_BASELINES else [m.strip() for m in metric.split(",") if m.strip()]
@@ -249,6 +257,9 @@ def benchmark(
     typer.echo(format_table([r for r in rows if "accuracy" not in r]))
     if any("accuracy" in r for r in rows):
         typer.echo("\n" + format_table([r for r in rows if "accuracy" in r]))
+    diagnosed = [format_diagnostics(res.metric, res.benchmark, res.diagnostics) for res in results if res.diagnostics]
+    if diagnosed:
+        typer.echo("\n" + "\n".join(diagnosed))
     for s in skipped:
         typer.echo(f"skipped: {s}")
     stem = "__".join([label or metric.replace(",", "+"), benchmark.replace(",", "+")] + ([aspect] if aspect else []))

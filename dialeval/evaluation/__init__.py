@@ -1,6 +1,7 @@
 """Measuring metrics against human judgements: running a benchmark, statistics, tables and plots."""
 
 from . import stats
+from .diagnostics import format_diagnostics
 from .plots import (
     PlotOutcome,
     plotted_aspect,
@@ -21,5 +22,5 @@ from .runner import (
 )
 
 __all__ = ["BenchmarkResult", "MetricNotApplicable", "PlotOutcome", "corpus_summary", "emit_measurements",
-           "format_table", "markdown_report", "plotted_aspect", "run_benchmark", "scatter_figure", "scatter_plot",
+           "format_diagnostics", "format_table", "markdown_report", "plotted_aspect", "run_benchmark", "scatter_figure", "scatter_plot",
            "stats", "unplottable_reason", "write_csv", "write_json"]

@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from . import stats
 from ..benchmarks import benchmark_info, load_benchmark
-from ..scoring.registry import load_scorer
 from ..scoring import Scorer
+from ..scoring.registry import load_scorer
+from . import stats
+from .diagnostics import diagnose
 
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 
@@ -43,6 +44,7 @@ class BenchmarkResult:
     human: dict[str, list[float | None]] = field(default_factory=dict)
     subsets: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)  # correlation benchmarks: see .diagnostics
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,11 +127,14 @@ def run_benchmark(
     rows = _correlation_rows(scores, human, chosen, list(ds["subset"]), n_boot=n_boot, seed=seed)
     for r in rows:
         r.update(metric=scorer.name, benchmark=benchmark)
+    turns = [[t["text"] for t in c] for c in ds["context"]]
+    diagnostics = diagnose(scores, level=info.level, contexts=turns,
+                           responses=None if info.level == "dialogue" else list(ds["response"]), rows=rows)
     return BenchmarkResult(
         metric=scorer.name, benchmark=benchmark, split=split, signature=out.signature, level=info.level,
         rows=rows, scores=out.scores, item_ids=list(ds["id"]),
         human={a: [h[j] for h in human] for j, a in enumerate(chosen)}, subsets=list(ds["subset"]),
-        metadata={k: v for k, v in out.metadata.items() if k != "turn_scores"},
+        metadata={k: v for k, v in out.metadata.items() if k != "turn_scores"}, diagnostics=diagnostics,
     )
 
 

@@ -1,0 +1,98 @@
+"""What a correlation alone hides, printed beside it by ``dialeval benchmark``.
+
+- **Between-context share**: on items that share their context with other items (several replies to one context),
+  the share of the score variance that lies between contexts (between-group sum of squares / total sum of
+  squares, over the contexts with at least two replies). Near 1, the score is mostly a per-context offset and says
+  little about which reply is better; humans rate replies, so a metric should vary within a context.
+- **Length bias**: Pearson and Spearman correlation of the score with the reply's length in words (turn level), or
+  with the mean words per turn of the dialogue (dialogue level). A metric that follows length rewards verbosity.
+- **Mean over sets**: per aspect, the mean over the benchmark's subsets (the pooled row left out) of
+  (Pearson + Spearman) / 2, the figure the GRADE paper reports across its evaluation sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+
+def between_context_share(scores: Sequence[float], contexts: Sequence[Hashable]) -> dict[str, Any] | None:
+    """Between-context share of the variance of ``scores`` grouped by ``contexts`` (one hashable key per item);
+    None when no context has two or more items."""
+    if len(scores) != len(contexts):
+        raise ValueError(f"{len(scores)} scores but {len(contexts)} contexts")
+    groups: dict[Hashable, list[int]] = {}
+    for i, key in enumerate(contexts):
+        groups.setdefault(key, []).append(i)
+    shared = [idx for idx in groups.values() if len(idx) >= 2]
+    if not shared:
+        return None
+    x = np.asarray(scores, dtype=np.float64)
+    values = [x[idx] for idx in shared]
+    pooled = np.concatenate(values)
+    grand = pooled.mean()
+    total = float(((pooled - grand) ** 2).sum())
+    between = float(sum(len(v) * (v.mean() - grand) ** 2 for v in values))
+    share = between / total if total > 0 else float("nan")
+    return {"share": share, "contexts": len(shared), "items": int(pooled.size)}
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def length_bias(scores: Sequence[float], lengths: Sequence[float]) -> dict[str, Any]:
+    """Pearson and Spearman correlation of ``scores`` with ``lengths`` (NaN when either is constant)."""
+    x, y = np.asarray(scores, dtype=np.float64), np.asarray(lengths, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"{x.size} scores but {y.size} lengths")
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {"pearson": float("nan"), "spearman": float("nan"), "n": int(x.size)}
+    return {"pearson": float(scipy_stats.pearsonr(x, y)[0]), "spearman": float(scipy_stats.spearmanr(x, y)[0]),
+            "n": int(x.size)}
+
+
+def mean_over_sets(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per aspect: the mean of (Pearson + Spearman) / 2 over the subsets other than "pooled", and their number."""
+    out: dict[str, dict[str, Any]] = {}
+    for aspect in dict.fromkeys(r["aspect"] for r in rows if "pearson_r" in r):
+        values = [(r["pearson_r"] + r["spearman_r"]) / 2 for r in rows
+                  if r["aspect"] == aspect and r["subset"] != "pooled" and "pearson_r" in r]
+        if values:
+            out[aspect] = {"mean": float(np.mean(values)), "sets": len(values)}
+    return out
+
+
+def diagnose(scores: Sequence[float], *, level: str, contexts: Sequence[Sequence[str]],
+             responses: Sequence[str] | None, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The three figures for one benchmark run: turn level from (context turns, response), dialogue level from
+    the dialogues' turns (no between-context share: every dialogue is its own context)."""
+    if level == "dialogue":
+        lengths = [np.mean([word_count(t) for t in turns]) if len(turns) else 0.0 for turns in contexts]
+        share = None
+    else:
+        if responses is None:
+            raise ValueError("turn-level diagnostics need the responses")
+        lengths = [word_count(r) for r in responses]
+        share = between_context_share(scores, [tuple(turns) for turns in contexts])
+    return {"between_context": share, "length_bias": length_bias(scores, lengths),
+            "length_unit": "mean words per turn" if level == "dialogue" else "words per reply",
+            "mean_over_sets": mean_over_sets(rows)}
+
+
+def format_diagnostics(metric: str, benchmark: str, diagnostics: dict[str, Any]) -> str:
+    """One line per benchmark run, e.g. ``grade on grade_eval: mean over 8 sets 0.198 (coherence); between-context
+    share 0.64 (300 contexts); length bias r=0.12 / rho=0.10 (words per reply)``."""
+    parts = []
+    for aspect, m in diagnostics["mean_over_sets"].items():
+        parts.append(f"mean over {m['sets']} sets {m['mean']:.3f} ({aspect})")
+    share = diagnostics["between_context"]
+    if share is not None:
+        parts.append(f"between-context share {share['share']:.2f} ({share['contexts']} contexts, "
+                     f"{share['items']} replies)")
+    bias = diagnostics["length_bias"]
+    parts.append(f"length bias r={bias['pearson']:.2f} / rho={bias['spearman']:.2f} ({diagnostics['length_unit']})")
+    return f"{metric} on {benchmark}: " + "; ".join(parts)

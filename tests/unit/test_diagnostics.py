@@ -1,0 +1,62 @@
+"""Score diagnostics beside the correlations: between-context share, length bias, mean over sets."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dialeval.evaluation.diagnostics import (
+    between_context_share,
+    diagnose,
+    format_diagnostics,
+    length_bias,
+    mean_over_sets,
+)
+
+
+def test_between_context_share_by_hand():
+    # context a: 1, 3 (mean 2); context b: 5, 7 (mean 6); grand mean 4
+    # total SS = 9 + 1 + 1 + 9 = 20; between SS = 2 * 4 + 2 * 4 = 16 -> 0.8
+    share = between_context_share([1, 3, 5, 7, 100], ["a", "a", "b", "b", "alone"])
+    assert share == {"share": pytest.approx(0.8), "contexts": 2, "items": 4}  # the single-reply context is left out
+
+
+def test_a_pure_offset_is_all_between_and_no_offset_is_none():
+    assert between_context_share([1, 1, 5, 5], ["a", "a", "b", "b"])["share"] == pytest.approx(1.0)
+    assert between_context_share([1, 5, 1, 5], ["a", "a", "b", "b"])["share"] == pytest.approx(0.0)
+    assert between_context_share([1, 2], ["a", "b"]) is None
+    assert math.isnan(between_context_share([2, 2], ["a", "a"])["share"])
+    with pytest.raises(ValueError, match="3 scores but 2 contexts"):
+        between_context_share([1, 2, 3], ["a", "b"])
+
+
+def test_length_bias_follows_length_and_is_nan_for_constants():
+    lengths = [1, 2, 3, 4, 5]
+    assert length_bias([0.1, 0.2, 0.3, 0.4, 0.5], lengths)["spearman"] == pytest.approx(1.0)
+    assert length_bias([5, 4, 3, 2, 1], lengths)["pearson"] == pytest.approx(-1.0)
+    assert math.isnan(length_bias([1, 1, 1, 1, 1], lengths)["pearson"])
+
+
+def _row(aspect, subset, p, s):
+    return {"aspect": aspect, "subset": subset, "pearson_r": p, "spearman_r": s}
+
+
+def test_mean_over_sets_leaves_the_pooled_row_out():
+    rows = [_row("x", "c/1", 0.2, 0.4), _row("x", "c/2", 0.0, 0.2), _row("x", "pooled", 0.9, 0.9),
+            _row("y", "c/1", 0.5, 0.5)]
+    assert mean_over_sets(rows) == {"x": {"mean": pytest.approx(0.2), "sets": 2}, "y": {"mean": 0.5, "sets": 1}}
+
+
+def test_diagnose_turn_and_dialogue_level():
+    contexts = [["hi", "how are you"], ["hi", "how are you"], ["bye"]]
+    turn = diagnose(np.array([0.1, 0.3, 0.9]), level="turn", contexts=contexts,
+                    responses=["fine", "very fine thanks", "see you"], rows=[_row("x", "c/1", 0.2, 0.4)])
+    assert turn["between_context"] == {"share": 0.0, "contexts": 1, "items": 2}
+    assert turn["length_bias"]["n"] == 3 and turn["length_unit"] == "words per reply"
+    line = format_diagnostics("m", "b", turn)
+    assert line.startswith("m on b: mean over 1 sets 0.300 (x); between-context share 0.00 (1 contexts, 2 replies)")
+    dialogue = diagnose(np.array([0.1, 0.3, 0.9]), level="dialogue", contexts=contexts, responses=None, rows=[])
+    assert dialogue["between_context"] is None and dialogue["length_unit"] == "mean words per turn"
+    assert "between-context" not in format_diagnostics("m", "b", dialogue)
+    with pytest.raises(ValueError, match="responses"):
+        diagnose(np.zeros(3), level="turn", contexts=contexts, responses=None, rows=[])
