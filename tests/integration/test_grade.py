@@ -20,7 +20,9 @@ TRIPLES = [
 ]
 
 
-def _write_fixture(root: Path) -> Path:
+def write_grade_fixture(root: Path) -> Path:
+    """A tiny data directory for GRADE training: DailyDialog splits and a ConceptNet-100K ``train.txt`` (also used
+    by test_grade_prepared)."""
     write_dailydialog(root, {"train": DIALOGUES * 2, "validation": DIALOGUES[:3], "test": DIALOGUES[3:]})
     cn = root / "conceptnet_cn100k"
     cn.mkdir()
@@ -30,17 +32,20 @@ def _write_fixture(root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    data = _write_fixture(tmp_path_factory.mktemp("data"))
+    data = write_grade_fixture(tmp_path_factory.mktemp("data"))
     out = tmp_path_factory.mktemp("run")
     opts = GradeTrainingOptions(output_dir=str(out), data_dir=str(data), max_positives=12, max_val_positives=6,
                                 max_steps=2, eval_every=1, batch_size=4, device="cpu")
-    summary = run(opts)
+    with pytest.MonkeyPatch.context() as env:  # graph tables are cached here, not in the user's cache
+        env.setenv("DIALEVAL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        summary = run(opts)
     return data, out, summary, opts
 
 
 def test_training_writes_a_small_best_checkpoint(trained):
     _, out, summary, _ = trained
-    assert summary["steps"] == 2 and summary["train_pairs"] == 24
+    assert summary["steps"] == 2 and summary["train_pairs"] == 24 and summary["finished"] is True
+    assert summary["device"] == "cpu" and summary["pairs_seen"] == 2 * 4
     best = out / "best"
     for name in ("config.json", "model.safetensors", "keywords.json", "modeling_grade.py", "graph/meta.json"):
         assert (best / name).exists(), name

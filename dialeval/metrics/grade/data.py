@@ -11,13 +11,19 @@ What the original does (see the shared notes) and what we do:
 * embedding negative: the original encoded responses with BERT, drew 1,000 random responses of the split, and
   took the first (in drawing order) of the 5 most similar ones. We do the same with the mean-pooled MiniLM
   embeddings of the default encoder (texts equal to the gold are excluded).
+
+Stored pairs (:class:`PairTable`, what ``dialeval train grade --prepare-only`` writes): every distinct text
+(context turn or response) once, in ``pair_texts.json.gz`` with its keywords when the graph branch needs them, and
+per split the pairs as index arrays into that list (``pairs.npz``: ``<split>_context`` [n, turns],
+``<split>_positive``, ``<split>_negative`` [n] int32, ``<split>_kind`` [n] int8 into :data:`KINDS`).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -141,13 +147,99 @@ def build_pairs(
     return pairs
 
 
-def save_pairs(pairs: list[GradePair], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for p in pairs:
-            fh.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
+PAIRS_FILE = "pairs.npz"
+TEXTS_FILE = "pair_texts.json.gz"
+KINDS = ("lexical", "embedding")
+_TABLE_FORMAT = "dialeval-grade-pairs"
+_TABLE_VERSION = 1
 
 
-def load_pairs(path: Path) -> list[GradePair]:
-    with open(path, encoding="utf-8") as fh:
-        return [GradePair(tuple(d["context"]), d["positive"], d["negative"], d["kind"]) for d in map(json.loads, fh)]
+@dataclass
+class PairTable:
+    """The pairs of several splits with every distinct text stored once (see the module docstring).
+
+    ``splits[split]`` holds ``context`` [n, turns], ``positive``, ``negative`` [n] (indices into ``texts``) and
+    ``kind`` [n] (index into :data:`KINDS`); ``keywords[i]`` are the keywords of ``texts[i]`` (None: not extracted).
+    """
+
+    texts: list[str]
+    splits: dict[str, dict[str, np.ndarray]]
+    keywords: list[list[str]] | None = field(default=None)
+
+    @classmethod
+    def from_pairs(cls, splits: Mapping[str, Sequence[GradePair]]) -> PairTable:
+        index: dict[str, int] = {}
+
+        def ids(texts: Iterable[str]) -> list[int]:
+            return [index.setdefault(t, len(index)) for t in texts]
+
+        arrays = {}
+        for split, pairs in splits.items():
+            turns = {len(p.context) for p in pairs}
+            if len(turns) > 1:
+                raise ValueError(f"{split} pairs have contexts of {sorted(turns)} turns; a PairTable stores one "
+                                 "context length per split")
+            width = turns.pop() if turns else 0
+            unknown = sorted({p.kind for p in pairs} - set(KINDS))
+            if unknown:
+                raise ValueError(f"{split} pairs have unknown kinds {unknown} (known: {', '.join(KINDS)})")
+            arrays[split] = {
+                "context": np.asarray([ids(p.context) for p in pairs], dtype=np.int32).reshape(len(pairs), width),
+                "positive": np.asarray(ids(p.positive for p in pairs), dtype=np.int32),
+                "negative": np.asarray(ids(p.negative for p in pairs), dtype=np.int32),
+                "kind": np.asarray([KINDS.index(p.kind) for p in pairs], dtype=np.int8),
+            }
+        return cls(list(index), arrays)
+
+    def __len__(self) -> int:
+        return sum(len(a["positive"]) for a in self.splits.values())
+
+    def pair(self, split: str, i: int) -> GradePair:
+        a, t = self.splits[split], self.texts
+        return GradePair(tuple(t[j] for j in a["context"][i]), t[a["positive"][i]], t[a["negative"][i]],
+                         KINDS[a["kind"][i]])
+
+    def pairs(self, split: str) -> list[GradePair]:
+        return [self.pair(split, i) for i in range(len(self.splits[split]["positive"]))]
+
+    def keyword_map(self) -> dict[str, list[str]]:
+        """text -> keywords (for :class:`~dialeval.metrics.grade.features.GraphFeaturizer`'s ``keywords``)."""
+        if self.keywords is None:
+            raise ValueError("this pair table holds no keywords (prepared without the graph branch)")
+        return dict(zip(self.texts, self.keywords))
+
+    def save(self, folder: str | Path) -> list[str]:
+        """Write :data:`TEXTS_FILE` and :data:`PAIRS_FILE` into ``folder``; returns their names."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        doc = {"format": _TABLE_FORMAT, "version": _TABLE_VERSION, "kinds": list(KINDS), "splits": list(self.splits),
+               "texts": self.texts, "keywords": self.keywords}
+        raw = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        # mtime 0: the same table gives the same bytes
+        with open(folder / TEXTS_FILE, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+            gz.write(raw)
+        np.savez_compressed(folder / PAIRS_FILE, **{f"{split}_{key}": arr for split, a in self.splits.items()
+                                                     for key, arr in a.items()})
+        return [TEXTS_FILE, PAIRS_FILE]
+
+    @classmethod
+    def load(cls, folder: str | Path) -> PairTable:
+        folder = Path(folder)
+        with gzip.open(folder / TEXTS_FILE, "rb") as fh:
+            doc = json.loads(fh.read().decode("utf-8"))
+        if doc.get("format") != _TABLE_FORMAT or doc.get("version") != _TABLE_VERSION:
+            raise ValueError(f"{folder / TEXTS_FILE} is not a GRADE pair table of version {_TABLE_VERSION} "
+                             f"(format={doc.get('format')!r}, version={doc.get('version')!r})")
+        if tuple(doc["kinds"]) != KINDS:
+            raise ValueError(f"{folder / TEXTS_FILE}: pair kinds {doc['kinds']} (this code reads {list(KINDS)})")
+        texts, keywords = doc["texts"], doc["keywords"]
+        if keywords is not None and len(keywords) != len(texts):
+            raise ValueError(f"{folder / TEXTS_FILE}: {len(keywords)} keyword lists for {len(texts)} texts")
+        with np.load(folder / PAIRS_FILE) as npz:
+            splits = {split: {key: npz[f"{split}_{key}"] for key in ("context", "positive", "negative", "kind")}
+                      for split in doc["splits"]}
+        for split, a in splits.items():
+            for key in ("context", "positive", "negative"):
+                if a[key].size and (a[key].min() < 0 or a[key].max() >= len(texts)):
+                    raise ValueError(f"{folder / PAIRS_FILE}: {split}_{key} points outside the {len(texts)} texts")
+        return cls(texts, splits, keywords)

@@ -33,6 +33,11 @@ list (so response keyword ``j`` was wired to merged node ``j``, a context node);
 by the number of context nodes, which the tests check. Departure: the same lemma on both sides has hop 1 even when
 it is not a graph concept (the original gave it the unlimited hop).
 
+Keywords come from the :class:`~.keywords.KeywordExtractor` (spaCy, loaded on first use), except for the texts
+of ``keywords``, a text -> keywords mapping extracted earlier: a prepared training run
+(:mod:`~dialeval.metrics.grade.train`) passes the keywords its preparation stored, so training never imports
+spaCy. The extractor's IDF settings still describe the features (:meth:`GraphFeaturizer.config`).
+
 An item without any keyword has zero nodes and no edges; :func:`collate` pads it (``node_mask`` all False) and the
 model has only its text branch for it. Features are deterministic (no sampling; neighbour selection by cosine with
 ties broken by node id). Keywords are cached per text (in the extractor), concept features per concept (in the
@@ -43,7 +48,8 @@ features) and 0.1 s when everything is cached; DailyDialog test (5,705 windows) 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -68,6 +74,7 @@ class GraphFeaturizer:
         unlimited_hop: int = DEFAULT_UNLIMITED_HOP,
         *,
         context_turns: int = 2,
+        keywords: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         if max_nodes < 2:
             raise ValueError("max_nodes must be at least 2")
@@ -77,6 +84,7 @@ class GraphFeaturizer:
         self.n1, self.n2 = int(n1), int(n2)
         self.unlimited_hop = int(unlimited_hop)
         self.context_turns = int(context_turns)
+        self.keywords = keywords
         self._lookup: dict[str, int | None] = {}
 
     @property
@@ -171,12 +179,17 @@ class GraphFeaturizer:
     def featurize_batch(
         self, contexts: Sequence[Sequence[str]], responses: Sequence[str]
     ) -> list[dict[str, Any]]:
-        """:meth:`featurize` for many pairs; spaCy runs once over the distinct uncached texts."""
+        """:meth:`featurize` for many pairs; spaCy runs once over the distinct texts that are neither in
+        ``keywords`` nor in the extractor's cache."""
         if len(contexts) != len(responses):
             raise ValueError(f"{len(contexts)} contexts but {len(responses)} responses")
         turns = [list(ctx)[-self.context_turns :] if self.context_turns > 0 else [] for ctx in contexts]
         texts = list(dict.fromkeys([t for ctx in turns for t in ctx] + list(responses)))
-        kw = dict(zip(texts, self.keyword_extractor.extract_batch(texts)))
+        known = self.keywords if self.keywords is not None else {}
+        kw = {t: list(known[t]) for t in texts if t in known}
+        missing = [t for t in texts if t not in kw]
+        if missing:
+            kw.update(zip(missing, self.keyword_extractor.extract_batch(missing)))
         return [
             self.from_keywords(self._context_keywords([kw[t] for t in ctx]), kw[resp])
             for ctx, resp in zip(turns, responses)

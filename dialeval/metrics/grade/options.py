@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ...training.options import TrainingOptions, option
 
@@ -10,6 +11,10 @@ from ...training.options import TrainingOptions, option
 @dataclass(kw_only=True)
 class GradeTrainingOptions(TrainingOptions):
     """GRADE on DailyDialog: one lexical and one embedding negative per positive, margin ranking loss, AdamW."""
+
+    #: What preparation writes depends on these: the sampled positives and their negatives (seed, the two limits)
+    #: and whether keywords are extracted for the graph branch. Tokenising (max_seq_length) happens at train time.
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed", "max_positives", "max_val_positives", "use_graph")
 
     # this recipe's defaults of shared options (the field order stays the base class's)
     seed: int = 71

