@@ -109,7 +109,7 @@ def test_a_folder_prepared_with_other_options_is_refused(runs, tmp_path):
     assert not (moved / "best").exists()
 
 
-def test_a_run_cut_mid_way_resumes_to_the_uninterrupted_weights(runs, tmp_path, monkeypatch):
+def test_a_run_cut_mid_way_resumes_with_batch_workers_to_the_uninterrupted_weights(runs, tmp_path, monkeypatch):
     in_place, prepared, _ = runs
     cut = tmp_path / "cut"
     shutil.copytree(prepared, cut)
@@ -121,6 +121,7 @@ def test_a_run_cut_mid_way_resumes_to_the_uninterrupted_weights(runs, tmp_path, 
     assert stopped["finished"] is False and stopped["steps"] == 1 and stopped["total_steps"] == 3
     assert stopped["pairs_seen"] == 4
     monkeypatch.undo()
+    opts.dataloader_workers = 2  # the rest of the batches built in worker processes: the same batches
     summary = run(opts)
     assert summary["finished"] is True and summary["steps"] == 3
     assert [h["step"] for h in summary["history"]] == [1, 2, 3]
