@@ -131,8 +131,8 @@ def test_build_pairs_is_deterministic_and_labels_the_original(tmp_path):
         assert [a.texts[t] for t in p.perturbed] != dialogues[i]
         assert (p.a, p.b) == ((p.original, p.perturbed) if p.label == 0 else (p.perturbed, p.original))
     assert all(sum(p.dialogue_id == d for p in a.pairs) <= 6 for d in ids)
-    a.save(tmp_path / "pairs.jsonl")
-    loaded = PairSet.load(tmp_path / "pairs.jsonl")
+    a.save(tmp_path / "pairs.npz")
+    loaded = PairSet.load(tmp_path / "pairs.npz")
     assert loaded.pairs == a.pairs and loaded.texts == a.texts
     assert subsample(list(range(50)), 10, seed=1, split="train") == subsample(list(range(50)), 10, seed=1,
                                                                               split="train")
@@ -484,8 +484,8 @@ def test_cli_train_dynaeval_passes_options(monkeypatch, tmp_path):
     assert res.exit_code == 0, res.output
     opts = seen["opts"]
     assert (opts.max_dialogues, opts.max_test_dialogues, opts.perturbations) == (0, -1, 4)
-    data = opts.data_options()  # 0: every dialogue, -1: none
-    assert data["max_dialogues"] is None and data["max_test_dialogues"] == 0 and data["max_val_dialogues"] == 500
+    limits = train_module.split_limits(opts)  # 0: every dialogue, -1: none
+    assert limits == {"train": None, "validation": 500, "test": 0}
     assert opts.learning_rate == 0.01 and (opts.window_past, opts.window_future) == (2, 2) and opts.eval_every == 5
     assert opts.max_val_dialogues == 500 and opts.epochs == 2 and opts.batch_size == 128 and opts.threads == 1
     assert "best validation pair accuracy 0.9000" in res.output

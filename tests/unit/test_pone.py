@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -512,25 +513,38 @@ def test_embedding_store_shared_by_two_writers_keeps_both(tmp_path):
 
 def test_augmentation_cache_resumes_after_a_cut_line(tmp_path):
     from dialeval.metrics.bert_ruber.data import Pair
-    from dialeval.metrics.pone.augmentation import augment_pairs
+    from dialeval.metrics.pone.augmentation import augment_pairs, read_augmented
 
     pairs = [Pair(("hi",), f"response {i}") for i in range(4)]
     seen = []
 
     def fake(pair, k, key):
         seen.append(key)
+        if key == stop_at:
+            raise KeyboardInterrupt
         return [f"{pair.response} v{j}" for j in range(k)]
 
-    owners, texts, _ = augment_pairs(pairs[:3], fake, k=2, folder=tmp_path, meta={"augmenter": "fake"})
-    assert owners.tolist() == [0, 0, 1, 1, 2, 2] and texts[2] == "response 1 v0"
+    stop_at = 2
+    with pytest.raises(KeyboardInterrupt):  # interrupted after two pairs
+        augment_pairs(pairs[:3], fake, k=2, folder=tmp_path, meta={"augmenter": "fake"})
     path = tmp_path / "augmented.jsonl"
-    path.write_text(path.read_text()[:-10])  # the last line was cut by an interruption
-    seen.clear()
+    assert len(path.read_text().splitlines()) == 2 and not (tmp_path / "augmented.jsonl.gz").exists()
+    path.write_text(path.read_text()[:-10])  # and the last line was cut
     with pytest.raises(ValueError, match="other augmentation settings"):
         augment_pairs(pairs, fake, k=2, folder=tmp_path, meta={"augmenter": "fake"})  # 4 pairs now: other run
-    (tmp_path / "augmented_meta.json").write_text(json.dumps({"augmenter": "fake", "k": 2, "pairs": 3}))
+    seen.clear()
+    stop_at = None
     owners, texts, stats = augment_pairs(pairs[:3], fake, k=2, folder=tmp_path, meta={"augmenter": "fake"})
-    assert seen == [2] and len(texts) == 6 and stats["per_pair_histogram"] == [0, 0, 3]
+    assert seen == [1, 2] and len(texts) == 6 and stats["per_pair_histogram"] == [0, 0, 3]
+    assert owners.tolist() == [0, 0, 1, 1, 2, 2] and texts[2] == "response 1 v0"
+    # finished: the lines moved to the compact file, which training reads without an augmenter
+    assert not path.exists() and (tmp_path / "augmented.jsonl.gz").exists()
+    again = read_augmented(tmp_path)
+    assert again[0].tolist() == owners.tolist() and again[1] == texts
+    assert again[2]["per_pair_histogram"] == stats["per_pair_histogram"]
+    seen.clear()
+    assert augment_pairs(pairs[:3], fake, k=2, folder=tmp_path, meta={"augmenter": "fake"})[1] == texts
+    assert seen == []  # nothing redone
 
 
 # -- training -----------------------------------------------------------------------------------------------------
@@ -596,8 +610,8 @@ def test_pone_training_two_stages_label_filter_and_resume(fixture_data, tmp_path
     assert [r["round"] for r in rounds] == [0, 1, 2]
     assert [r["round"] for r in more["label_filter_rounds"]] == [0, 1, 2]
     assert more["stages"]["stage2"]["steps"] == 9
-    aug_lines = (out / "augmentation" / "augmented.jsonl").read_text().splitlines()
-    assert len(aug_lines) == 24  # augmentation was not redone
+    aug_lines = gzip.decompress((out / "augmentation" / "augmented.jsonl.gz").read_bytes()).decode().splitlines()
+    assert len(aug_lines) == 24 and not (out / "augmentation" / "augmented.jsonl").exists()  # not redone
     import dialeval
 
     scores = dialeval.load_scorer("pone", checkpoint=out / "best", device="cpu").score(

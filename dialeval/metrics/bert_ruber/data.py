@@ -6,16 +6,20 @@ with a space (:func:`context_text`, the same function the scorers use).
 
 Negatives are responses of *other* pairs: responses are identified by their text (one id per distinct text), and a
 sampler never returns the gold response's id, so a negative is never the gold text itself.
+
+A prepared run stores its pairs in one gzip JSON file (:func:`save_pairs`): every distinct turn text once, and each
+pair as the ids of its context turns followed by its response's id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gzip
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
-
-from ...benchmarks import load_benchmark
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,31 @@ def subsample(pairs: list[Pair], limit: int | None, seed: int) -> list[Pair]:
 
 def dailydialog_pairs(split: str, *, context_turns: int, limit: int | None, seed: int,
                       data_dir: str | None = None) -> list[Pair]:
+    """The pairs of a DailyDialog split (reads the data directory; imports ``datasets``)."""
+    from ...benchmarks import load_benchmark
+
     dialogues = load_benchmark("dailydialog", split=split, data_dir=data_dir)["utterances"]
     return subsample(dialogue_pairs(dialogues, context_turns), limit, seed)
+
+
+def save_pairs(path: str | Path, splits: Mapping[str, Sequence[Pair]]) -> None:
+    """Write the pairs of each split into one gzip JSON file: ``{"texts": [...], "pairs": {split: [[context ids...,
+    response id], ...]}}`` (texts stored once; the bytes depend only on the pairs)."""
+    table: dict[str, int] = {}
+    body = {split: [[table.setdefault(t, len(table)) for t in (*p.context, p.response)] for p in pairs]
+            for split, pairs in splits.items()}
+    text = json.dumps({"texts": list(table), "pairs": body}, ensure_ascii=False, separators=(",", ":"))
+    with open(path, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+        gz.write(text.encode("utf-8"))
+
+
+def read_pairs(path: str | Path) -> dict[str, list[Pair]]:
+    """The pairs of each split written by :func:`save_pairs`."""
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    texts = data["texts"]
+    return {split: [Pair(tuple(texts[i] for i in ids[:-1]), texts[ids[-1]]) for ids in rows]
+            for split, rows in data["pairs"].items()}
 
 
 def response_ids(pairs: Sequence[Pair]) -> tuple[np.ndarray, list[str]]:

@@ -4,7 +4,7 @@ extended, PONE's (:mod:`dialeval.metrics.pone.options`), declared once."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from ...training.options import TrainingOptions, option
 
@@ -33,6 +33,9 @@ class HeadTrainingOptions(TrainingOptions):
     epochs: int = 20
     batch_size: int = option(256, min=1, help="Positives per step (plus one negative each).")
     learning_rate: float = option(1e-3, min=0, help="Adam learning rate (constant).")
+
+    #: What decides the prepared pairs (``pairs.json.gz``): a prepared folder is refused by other values.
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed", "max_positives", "max_val_positives", "context_turns")
 
 
 BertRuberTrainingOptions = HeadTrainingOptions

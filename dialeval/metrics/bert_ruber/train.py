@@ -2,16 +2,24 @@
 
 Shared by BERT-RUBER and PONE (:mod:`dialeval.metrics.pone.train`):
 
-1. pairs from DailyDialog train / validation (:mod:`.data`), subsampled to ``max_positives`` /
-   ``max_val_positives`` with the seed;
-2. every context and response text is encoded once by the frozen encoder and stored in the run folder
-   (``embeddings/contexts``, ``embeddings/responses``; :class:`~.embeddings.EmbeddingStore`), so training only runs
-   the head. ``embedding_dir`` points several runs at one store (e.g. PONE after BERT-RUBER: the pairs are the same
-   for the same seed and sizes, so only the augmented responses are new); runs must not write it at the same time;
+1. **preparation** (needs the data directory and ``datasets``; ``--prepare-only`` stops after it): pairs from
+   DailyDialog train / validation (:mod:`.data`), subsampled to ``max_positives`` / ``max_val_positives`` with the
+   seed, written as ``pairs.json.gz`` (:func:`~.data.save_pairs`: each text once; 1.5 MB at the defaults), then the
+   manifest ``prepared.json`` (:mod:`dialeval.training.prepared`), last. A run folder with a manifest is trained
+   from, on any machine: nothing reads the data directory or imports ``datasets`` again, and a folder prepared with
+   other values of ``PREPARATION_FIELDS`` (seed, sizes, context turns) is refused with one line naming them;
+2. every context and response text is encoded once by the frozen encoder on the training device and stored in the
+   run folder (``embeddings/contexts``, ``embeddings/responses``; :class:`~dialeval.backbone.store.EmbeddingStore`),
+   so training only runs the head. The embeddings are computed where the model trains, not prepared: 384 floats per
+   text would be far too big to carry to another machine (~90 MB at the defaults, against 1.5 MB of pairs), and a
+   GPU encodes them ~25 times faster. ``embedding_dir`` points several runs at one store (e.g. PONE after
+   BERT-RUBER: the pairs are the same for the same seed and sizes, so only the augmented responses are new);
 3. the shared loop (:func:`dialeval.training.train`): Adam (L2 weight decay), constant learning rate, gradient
    clipping, validation once per epoch by default, best checkpoint by validation accuracy (or loss), resumable;
+   ``--max-minutes`` stops with the state saved (exit 3; the same command resumes). A batch is a few rows gathered
+   from in-memory arrays (cheap: no separate collate);
 4. the hybrid score's normalisation ranges are computed on the validation set with the best head and written into
-   its ``config.json`` (:mod:`.normalization`).
+   its ``config.json`` (:mod:`.normalization`); ``summary.json`` records the training device and the positives seen.
 
 Validation: each validation positive with one negative response drawn uniformly from the other validation
 responses (fixed by the seed); loss = binary cross-entropy, accuracy = share of the 2n pairs on the right side of 0.5.
@@ -39,11 +47,22 @@ from ...training import (
     TrainingArguments,
     TrainingResult,
     replace_checkpoint,
+    shared_loop_arguments,
+    stopped_summary,
     train,
     training_device,
     with_torch_threads,
 )
-from .data import Pair, context_text, dailydialog_pairs, response_ids, uniform_negatives
+from ...training.prepared import check_prepared, write_manifest
+from .data import (
+    Pair,
+    context_text,
+    dailydialog_pairs,
+    read_pairs,
+    response_ids,
+    save_pairs,
+    uniform_negatives,
+)
 from .normalization import calibrate_checkpoint
 from .options import SELECTION_KEYS, BertRuberTrainingOptions, HeadTrainingOptions  # noqa: F401 (the Python API)
 
@@ -99,12 +118,70 @@ def build_head_data(train_pairs: list[Pair], val_pairs: list[Pair], emb: RunEmbe
     )
 
 
-def load_pairs(opts: HeadTrainingOptions) -> tuple[list[Pair], list[Pair]]:
+METRIC = "bert_ruber"
+PAIRS_FILE = "pairs.json.gz"
+POSITIVES_UNIT = "(context, response) positives, each with one sampled negative"
+
+
+def prepare_pairs(opts: HeadTrainingOptions, out: Path) -> tuple[list[Pair], Path, list[str]]:
+    """Build the DailyDialog train / validation pairs and write them to ``out/pairs.json.gz``; returns the training
+    pairs, the data directory and the data files read (relative to it)."""
+    from ...benchmarks.dailydialog import DD_SPLITS
+    from ...paths import resolve_data_dir
+
+    data_dir = resolve_data_dir(opts.data_dir)
     train_pairs = dailydialog_pairs("train", context_turns=opts.context_turns, limit=opts.max_positives or None,
-                                    seed=opts.seed, data_dir=opts.data_dir)
+                                    seed=opts.seed, data_dir=str(data_dir))
     val_pairs = dailydialog_pairs("validation", context_turns=opts.context_turns, limit=opts.max_val_positives,
-                                  seed=opts.seed, data_dir=opts.data_dir)
-    return train_pairs, val_pairs
+                                  seed=opts.seed, data_dir=str(data_dir))
+    save_pairs(out / PAIRS_FILE, {"train": train_pairs, "validation": val_pairs})
+    return train_pairs, data_dir, [DD_SPLITS["train"], DD_SPLITS["validation"]]
+
+
+def prepare(opts: HeadTrainingOptions) -> dict:
+    """BERT-RUBER's preparation: the pairs, then the manifest; returns the manifest."""
+    out = Path(opts.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _, data_dir, data_files = prepare_pairs(opts, out)
+    return write_manifest(out, metric=METRIC, options=opts, files=[PAIRS_FILE], data_dir=data_dir,
+                          data_files=data_files)
+
+
+def prepared_pairs(out: Path) -> tuple[list[Pair], list[Pair]]:
+    """The training and validation pairs of a prepared run folder."""
+    splits = read_pairs(out / PAIRS_FILE)
+    return splits["train"], splits["validation"]
+
+
+def open_run(opts: HeadTrainingOptions, *, metric: str, prepare: Callable[[HeadTrainingOptions], dict]
+             ) -> tuple[dict, Encoder | None, float]:
+    """The start of a head recipe's ``run``: the folder's manifest (prepared in place by ``prepare`` when it has
+    none), the encoder on the training device (None with ``prepare_only``; made first, so that a missing device is
+    an error before minutes of preparation) and the seconds preparation took here."""
+    opts.check()
+    out = Path(opts.output_dir)
+    manifest = check_prepared(out, metric=metric, options=opts)
+    encoder = None if opts.prepare_only else Encoder(device=training_device(opts.device), cache_size=0)
+    began = time.perf_counter()
+    if manifest is None:
+        manifest = prepare(opts)
+    return manifest, encoder, time.perf_counter() - began
+
+
+def run_embeddings(opts: HeadTrainingOptions, out: Path, encoder: Encoder) -> RunEmbeddings:
+    folder = Path(opts.embedding_dir) if opts.embedding_dir else out / "embeddings"
+    return RunEmbeddings(folder, encoder, batch_size=opts.encode_batch_size)
+
+
+def device_description(device: torch.device) -> str:
+    """The training device as the summary records it (with the GPU's name on CUDA)."""
+    return f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
+
+
+def seen_fields(opts: HeadTrainingOptions, model, steps: int, unit: str = POSITIVES_UNIT) -> dict[str, Any]:
+    """The summary's device and pairs seen (optimizer steps x batch size x gradient accumulation, in ``unit``)."""
+    return {"device": device_description(next(model.parameters()).device),
+            "pairs_seen": steps * opts.batch_size * opts.gradient_accumulation, "pairs_seen_unit": unit}
 
 
 def pair_texts(pairs: Sequence[Pair], context_turns: int) -> tuple[list[str], list[str]]:
@@ -161,20 +238,28 @@ def build_model(config_cls, model_cls, data_dim: int, opts: HeadTrainingOptions,
 
 
 def train_head(model, opts: HeadTrainingOptions, *, out: Path, data: HeadData,
-               epoch_batches: Callable[[int], Iterable[dict]], steps_per_epoch: int, epochs: int,
-               learning_rate: float, weight_decay: float) -> TrainingResult:
-    """The shared loop with the heads' settings: Adam, constant learning rate, BCE, validation per epoch."""
+               epoch_batches: Callable[[int], Iterable[dict]], batches_per_epoch: int, epochs: int,
+               learning_rate: float, weight_decay: float, started: float,
+               dataloader_workers: int | None = None) -> TrainingResult:
+    """The shared loop with the heads' settings: Adam, constant learning rate, BCE, validation per epoch.
+    ``started``: the run's ``time.monotonic()`` at its start (``--max-minutes`` counts from it);
+    ``dataloader_workers`` overrides the option (None: the option's value)."""
+    steps_per_epoch = batches_per_epoch // opts.gradient_accumulation
     if steps_per_epoch < 1:
-        raise ValueError(f"fewer training positives than one batch of {opts.batch_size}: lower --batch-size or "
+        raise ValueError(f"fewer training positives than one step of {opts.batch_size} x "
+                         f"{opts.gradient_accumulation} batches: lower --batch-size or --gradient-accumulation, or "
                          "raise --max-positives")
+    loop = shared_loop_arguments(opts, started=started)
+    if dataloader_workers is not None:
+        loop["dataloader_workers"] = dataloader_workers
     args = TrainingArguments(
         output_dir=str(out), seed=opts.seed, epochs=epochs, learning_rate=learning_rate,
         weight_decay=weight_decay, max_grad_norm=opts.max_grad_norm, warmup_ratio=0.0,
         eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
         max_steps=opts.max_steps, device=opts.device, optimizer="adam", lr_schedule="step",
-        step_decay_gamma=1.0,
+        step_decay_gamma=1.0, **loop,
     )
-    return train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch,
+    return train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
                  loss_fn=bce_loss, evaluate_fn=lambda m: evaluate_head(m, data), save_best=replace_checkpoint,
                  selection_key=opts.selection, greater_is_better=SELECTION_KEYS[opts.selection],
                  resume=opts.resume)
@@ -201,43 +286,45 @@ def positive_negative_batches(data: HeadData, *, context: np.ndarray, response: 
     return epoch_batches, steps
 
 
-def prepare(opts: HeadTrainingOptions, out: Path) -> tuple[Encoder, RunEmbeddings, list[Pair], list[Pair]]:
-    opts.check()
-    out.mkdir(parents=True, exist_ok=True)
-    encoder = Encoder(device=training_device(opts.device), cache_size=0)
-    train_pairs, val_pairs = load_pairs(opts)
-    folder = Path(opts.embedding_dir) if opts.embedding_dir else out / "embeddings"
-    return encoder, RunEmbeddings(folder, encoder, batch_size=opts.encode_batch_size), train_pairs, val_pairs
-
-
 @with_torch_threads
 def run(opts: HeadTrainingOptions) -> dict:
-    """Train BERT-RUBER's unreferenced head; returns a summary (also ``<output_dir>/summary.json``)."""
+    """Prepare (unless ``output_dir`` holds a prepared run) and train BERT-RUBER's unreferenced head; returns a
+    summary (also ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
     from dialeval.modeling.bert_ruber import BertRuberConfig, BertRuberModel
 
+    t0 = time.monotonic()
     out = Path(opts.output_dir)
-    t0 = time.perf_counter()
-    encoder, emb, train_pairs, val_pairs = prepare(opts, out)
+    manifest, encoder, prepare_seconds = open_run(opts, metric=METRIC, prepare=prepare)
+    if opts.prepare_only:
+        return {"prepared": True, **manifest}
+    began = time.perf_counter()
+    train_pairs, val_pairs = prepared_pairs(out)
+    emb = run_embeddings(opts, out, encoder)
     contexts, responses = pair_texts(train_pairs + val_pairs, opts.context_turns)
     emb.encode(contexts, responses, progress_bar=opts.progress_bar)
     data = build_head_data(train_pairs, val_pairs, emb, context_turns=opts.context_turns, seed=opts.seed)
-    encode_seconds = time.perf_counter() - t0
+    encode_seconds = time.perf_counter() - began
     recipe = (f"dialeval train bert-ruber: {len(train_pairs)} DailyDialog positives, uniform random negatives, "
               f"BCE, Adam lr {opts.learning_rate}")
     model = build_model(BertRuberConfig, BertRuberModel, data.dim, opts, encoder, recipe)
     pool_size = len(data.pool)
-    epoch_batches, steps = positive_negative_batches(
+    epoch_batches, batches = positive_negative_batches(
         data, context=data.train_context, response=data.pool[data.train_gold], gold=data.train_gold,
         batch_size=opts.batch_size, seed=opts.seed,
         negatives=lambda gold, rng, epoch: uniform_negatives(gold, pool_size, rng))
-    result = train_head(model, opts, out=out, data=data, epoch_batches=epoch_batches, steps_per_epoch=steps,
-                        epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay)
+    result = train_head(model, opts, out=out, data=data, epoch_batches=epoch_batches, batches_per_epoch=batches,
+                        epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay,
+                        started=t0)
+    seen = seen_fields(opts, model, result.steps)
+    if not result.finished:
+        return stopped_summary(out, result, **seen)
     calibrate_checkpoint(out / "best", data.val_context, data.val_response, seed=opts.seed)
     summary = {
-        "metric": "bert_ruber", "train_positives": len(train_pairs), "distinct_train_responses": pool_size,
-        "validation_positives": len(val_pairs), "steps": result.steps, "best_step": result.best_step,
-        f"best_{opts.selection}": result.best_metric, "encode_seconds": round(encode_seconds, 1),
-        "train_seconds": result.seconds, "total_seconds": round(time.perf_counter() - t0, 1),
+        "finished": True, "metric": METRIC, "train_positives": len(train_pairs),
+        "distinct_train_responses": pool_size, "validation_positives": len(val_pairs), "steps": result.steps,
+        "best_step": result.best_step, f"best_{opts.selection}": result.best_metric, **seen,
+        "prepare_seconds": round(prepare_seconds, 1), "encode_seconds": round(encode_seconds, 1),
+        "train_seconds": result.seconds, "total_seconds": round(time.monotonic() - t0, 1),
         "embeddings": emb.stats, "torch_threads": torch.get_num_threads(), "history": result.history,
         "options": asdict(opts),
     }

@@ -22,10 +22,9 @@ Everything is deterministic given the seed: each dialogue draws from its own gen
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -155,29 +154,75 @@ def perturb_dialogue(dialogue: Sequence[int], *, pool: Sequence[int], owner: Seq
 # -- pairs for a split ------------------------------------------------------------------------------------------------
 
 
+def pack_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Strings as one UTF-8 byte array and ``len + 1`` offsets (arrays ``np.savez`` stores without pickling)."""
+    encoded = [s.encode("utf-8") for s in strings]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+
+
+def unpack_strings(data: np.ndarray, offsets: np.ndarray) -> list[str]:
+    raw = data.tobytes()
+    return [raw[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(len(offsets) - 1)]
+
+
 @dataclass
 class PairSet:
-    """The pairs of one split with the text table they index."""
+    """The pairs of one split with the text table they index.
+
+    Saved as one compressed ``.npz`` of integer arrays (no pickle): the text table and the dialogue ids as UTF-8
+    bytes with offsets, each original dialogue once (its text ids), and per pair the index of its original, its
+    kind, its label and the perturbed copy's text ids (a perturbation keeps the dialogue's length). At the default
+    budget (185k training pairs) that is 3.3 MB, where one JSON line per pair was 42 MB.
+    """
 
     texts: list[str]
     pairs: list[DialoguePair]
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"texts": self.texts}, ensure_ascii=False) + "\n")
-            for p in self.pairs:
-                fh.write(json.dumps(asdict(p)) + "\n")
+        originals: dict[tuple[str, tuple[int, ...]], int] = {}
+        pair_dialogue = [originals.setdefault((p.dialogue_id, p.original), len(originals)) for p in self.pairs]
+        dialogues = list(originals)
+        for p in self.pairs:
+            if len(p.perturbed) != len(p.original):
+                raise ValueError(f"pair of {p.dialogue_id!r}: the perturbed copy has {len(p.perturbed)} utterances, "
+                                 f"the original {len(p.original)}")
+        lengths = [len(d) for _, d in dialogues]
+        offsets = np.zeros(len(dialogues) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        text_bytes, text_offsets = pack_strings(self.texts)
+        id_bytes, id_offsets = pack_strings([ident for ident, _ in dialogues])
+        with open(path, "wb") as fh:
+            np.savez_compressed(
+                fh, text_bytes=text_bytes, text_offsets=text_offsets, id_bytes=id_bytes, id_offsets=id_offsets,
+                dialogue_offsets=offsets,
+                dialogue_tokens=np.fromiter((t for _, d in dialogues for t in d), dtype=np.int32, count=offsets[-1]),
+                pair_dialogue=np.asarray(pair_dialogue, dtype=np.int32).reshape(-1),
+                pair_kind=np.asarray([STRATEGIES.index(p.kind) for p in self.pairs], dtype=np.uint8).reshape(-1),
+                pair_label=np.asarray([p.label for p in self.pairs], dtype=np.uint8).reshape(-1),
+                perturbed_tokens=np.fromiter((t for p in self.pairs for t in p.perturbed), dtype=np.int32),
+            )
 
     @classmethod
-    def load(cls, path: str | Path) -> "PairSet":
-        with open(path, encoding="utf-8") as fh:
-            texts = json.loads(fh.readline())["texts"]
-            pairs = []
-            for line in fh:
-                row = json.loads(line)
-                pairs.append(DialoguePair(row["dialogue_id"], row["kind"], tuple(row["a"]), tuple(row["b"]),
-                                          int(row["label"])))
+    def load(cls, path: str | Path) -> PairSet:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {name: z[name] for name in z.files}
+        texts = unpack_strings(arrays["text_bytes"], arrays["text_offsets"])
+        ids = unpack_strings(arrays["id_bytes"], arrays["id_offsets"])
+        offsets, tokens = arrays["dialogue_offsets"].tolist(), arrays["dialogue_tokens"].tolist()
+        dialogues = [tuple(tokens[offsets[i]:offsets[i + 1]]) for i in range(len(ids))]
+        perturbed = arrays["perturbed_tokens"].tolist()
+        pairs, at = [], 0
+        for d, kind, label in zip(arrays["pair_dialogue"].tolist(), arrays["pair_kind"].tolist(),
+                                  arrays["pair_label"].tolist()):
+            original = dialogues[d]
+            new = tuple(perturbed[at:at + len(original)])
+            at += len(original)
+            a, b = (original, new) if label == 0 else (new, original)
+            pairs.append(DialoguePair(ids[d], STRATEGIES[kind], a, b, label))
+        if at != len(perturbed):
+            raise ValueError(f"{path}: {len(perturbed)} perturbed utterance ids, the pairs use {at}")
         return cls(texts, pairs)
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ...training.options import TrainingOptions, option
-from .data import STRATEGIES
 
 ALL, NONE = 0, -1  # dialogue limits
 
@@ -40,9 +40,6 @@ class DynaEvalTrainingOptions(TrainingOptions):
     # 3-6x slower (measured).
     threads: int = 1
 
-    def data_options(self) -> dict:
-        """The options that determine the pairs (a cached run folder must have been made with the same)."""
-        return {"seed": self.seed, "perturbations": self.perturbations, "strategies": list(STRATEGIES),
-                "max_dialogues": dialogue_limit(self.max_dialogues),
-                "max_val_dialogues": dialogue_limit(self.max_val_dialogues),
-                "max_test_dialogues": dialogue_limit(self.max_test_dialogues)}
+    #: What decides the prepared pairs (``pairs_<split>.npz``): a prepared folder is refused by other values.
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed", "perturbations", "max_dialogues", "max_val_dialogues",
+                                                     "max_test_dialogues")

@@ -1,18 +1,29 @@
 """DynaEval's training recipe: ``dialeval train dynaeval``.
 
-Steps (each cached in the output directory, so a re-run or a resumed run skips what is done):
-1. DailyDialog train / validation / test dialogues with 4-30 utterances, subsampled to ``max_dialogues`` /
+Steps:
+1. **Preparation** (needs the data directory and ``datasets``; ``--prepare-only`` stops after it): DailyDialog
+   train / validation / test dialogues with 4-30 utterances, subsampled to ``max_dialogues`` /
    ``max_val_dialogues`` / ``max_test_dialogues`` (seeded), and up to ``perturbations`` UR / SS perturbations each
-   (:mod:`~dialeval.metrics.dynaeval.data`), saved as ``pairs_<split>.jsonl``;
-2. one embedding per unique utterance text with the frozen encoder (masked mean pooling), cached in
-   ``embeddings/`` (:class:`~dialeval.backbone.store.EmbeddingStore`): training runs only the small graph model;
-3. margin ranking loss (margin 0.1) between the original's and the perturbation's scores, Adam (lr 0.002, L2 weight
+   (:mod:`~dialeval.metrics.dynaeval.data`), written as ``pairs_<split>.npz`` (texts once, pairs as text ids; 3.7 MB
+   for the three splits at the defaults) with ``corpus_stats.json``, then the manifest ``prepared.json``
+   (:mod:`dialeval.training.prepared`), last. A run folder that has a manifest is trained from, on any machine:
+   nothing reads the data directory or imports ``datasets`` again; a folder prepared with other values of
+   :attr:`~.options.DynaEvalTrainingOptions.PREPARATION_FIELDS` is refused with one line naming them.
+2. One embedding per unique utterance text with the frozen encoder (masked mean pooling) on the training device,
+   cached in ``embeddings/`` (:class:`~dialeval.backbone.store.EmbeddingStore`): training runs only the small graph
+   model. The embeddings are not part of the preparation: ~78k x 384 floats (120 MB) would not travel, and a GPU
+   encodes them ~25 times faster than the CPU.
+3. Margin ranking loss (margin 0.1) between the original's and the perturbation's scores, Adam (lr 0.002, L2 weight
    decay 1e-8), no gradient clipping, learning rate halved every epoch (``decay_every`` steps), seed 345678, as
    the original, but batches of 128 pairs for 2 epochs (the original: 512 pairs, 20 epochs) to fit a CPU budget;
    validation pairwise accuracy (original scored strictly above its perturbation) every ``eval_every`` steps and at
    the end; the checkpoint with the best validation accuracy is kept in ``best/``
-   (``save_pretrained``: config + safetensors + the custom-code files; the encoder is not part of the model);
-4. the best checkpoint's pairwise accuracy on the test pairs, in ``summary.json``.
+   (``save_pretrained``: config + safetensors + the custom-code files; the encoder is not part of the model).
+   Gathering a batch's utterance vectors is the batch building (:meth:`PairBatcher.collate`), so
+   ``--dataloader-workers`` runs it beside training; ``--max-minutes`` stops with the state saved (exit 3) and the
+   same command resumes.
+4. The best checkpoint's pairwise accuracy on the test pairs, in ``summary.json`` (with the training device and the
+   number of pairs seen).
 
 Defaults (every train dialogue, 20 perturbations: ~185k training pairs, ~78k unique utterances to encode) fit about
 25 minutes on a 2-core CPU with one torch thread: ~5 min of encoding, ~9 min per epoch.
@@ -30,14 +41,16 @@ import torch
 
 from ...backbone import Encoder, encoder_name
 from ...backbone.store import EmbeddingStore
-from ...benchmarks import load_benchmark
 from ...training import (
     TrainingArguments,
     replace_checkpoint,
+    shared_loop_arguments,
+    stopped_summary,
     train,
     training_device,
     with_torch_threads,
 )
+from ...training.prepared import check_prepared, write_manifest
 from .data import (
     STRATEGIES,
     DialoguePair,
@@ -48,50 +61,51 @@ from .data import (
 )
 from .options import DynaEvalTrainingOptions, dialogue_limit
 
+METRIC = "dynaeval"
 MARGIN = 0.1
 SPLITS = ("train", "validation", "test")
 EMBEDDINGS_DIR = "embeddings"
-DATA_OPTIONS_FILE = "data_options.json"
 CORPUS_STATS_FILE = "corpus_stats.json"
 
 
-def _limits(opts: DynaEvalTrainingOptions) -> dict[str, int | None]:
+def pairs_file(split: str) -> str:
+    return f"pairs_{split}.npz"
+
+
+def split_limits(opts: DynaEvalTrainingOptions) -> dict[str, int | None]:
     return {split: dialogue_limit(n) for split, n in
             (("train", opts.max_dialogues), ("validation", opts.max_val_dialogues), ("test", opts.max_test_dialogues))}
 
 
-def prepare_pairs(opts: DynaEvalTrainingOptions) -> tuple[dict[str, PairSet], dict]:
-    """Pairs of every split (built once, then read from the run folder) and corpus statistics."""
+def prepare(opts: DynaEvalTrainingOptions) -> dict:
+    """Build the pairs of every split from DailyDialog and write them, the corpus statistics and (last) the
+    manifest into the run folder; returns the manifest."""
+    from ...benchmarks import load_benchmark
+    from ...benchmarks.dailydialog import DD_SPLITS
+    from ...paths import resolve_data_dir
+
     out = Path(opts.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    options_file = out / DATA_OPTIONS_FILE
-    if options_file.exists():
-        saved = json.loads(options_file.read_text())
-        if saved != opts.data_options():
-            raise ValueError(f"{out} holds pairs made with {saved}, not {opts.data_options()}; "
-                             "use a new --output-dir (or the same data options) to resume")
-    options_file.write_text(json.dumps(opts.data_options(), indent=1))
-    stats_file = out / CORPUS_STATS_FILE
-    sets, stats = {}, (json.loads(stats_file.read_text()) if stats_file.exists() else {})
-    for split in SPLITS:
-        path = out / f"pairs_{split}.jsonl"
-        limit = _limits(opts)[split]
-        if limit == 0:
-            sets[split] = PairSet([], [])
-            continue
-        if not path.exists():
-            ds = load_benchmark("dailydialog", split=split, data_dir=opts.data_dir)
+    data_dir = resolve_data_dir(opts.data_dir)
+    files, data_files, stats = [CORPUS_STATS_FILE], [], {}
+    for split, limit in split_limits(opts).items():
+        pairs = PairSet([], [])
+        if limit != 0:
+            ds = load_benchmark("dailydialog", split=split, data_dir=str(data_dir))
+            data_files.append(DD_SPLITS[split])
             dialogues, ids = list(ds["utterances"]), list(ds["dialogue_id"])
             kept = filter_dialogues(dialogues)
             chosen = subsample(kept, limit, seed=opts.seed, split=split)
             pairs = build_pairs([dialogues[i] for i in chosen], [ids[i] for i in chosen], split=split,
                                 seed=opts.seed, perturbations=opts.perturbations)
-            pairs.save(path)
             stats[split] = {"dialogues": len(dialogues), "kept_4_to_30": len(kept), "used": len(chosen),
                             "utterances": sum(len(dialogues[i]) for i in chosen), "unique_texts": len(pairs.texts)}
-            stats_file.write_text(json.dumps(stats, indent=1))
-        sets[split] = PairSet.load(path)
-    return sets, stats
+        if split in ("train", "validation") and not pairs.pairs:
+            raise ValueError(f"no {split} pairs: check the data directory ({data_dir}) and the dialogue limits")
+        pairs.save(out / pairs_file(split))
+        files.append(pairs_file(split))
+    (out / CORPUS_STATS_FILE).write_text(json.dumps(stats, indent=1))
+    return write_manifest(out, metric=METRIC, options=opts, files=files, data_dir=data_dir, data_files=data_files)
 
 
 class PairBatcher:
@@ -101,11 +115,25 @@ class PairBatcher:
         self.rows = store.rows(pairs.texts)  # text id of this split -> row of the store
         self.vectors = vectors
 
-    def inputs(self, pairs: list[DialoguePair], device: torch.device) -> dict[str, torch.Tensor]:
+    def collate(self, pairs: list[DialoguePair]) -> dict[str, torch.Tensor]:
+        """The inputs of ``pairs`` as CPU tensors (gathering the utterance vectors is the costly part)."""
         dialogues = [p.original for p in pairs] + [p.perturbed for p in pairs]
         rows = torch.from_numpy(self.rows[np.fromiter((t for d in dialogues for t in d), dtype=np.int64)])
-        return {"utterance_embeddings": self.vectors[rows].to(device),
+        return {"utterance_embeddings": self.vectors[rows],
                 "dialogue_lengths": torch.tensor([len(d) for d in dialogues], dtype=torch.long)}
+
+    @staticmethod
+    def to_device(inputs: dict[str, torch.Tensor], device) -> dict[str, torch.Tensor]:
+        """Collated inputs on the model's device (the lengths stay on the CPU, where the graph is built)."""
+        return {**inputs, "utterance_embeddings": inputs["utterance_embeddings"].to(device)}
+
+    def inputs(self, pairs: list[DialoguePair], device: torch.device) -> dict[str, torch.Tensor]:
+        return self.to_device(self.collate(pairs), device)
+
+
+def device_description(device: torch.device) -> str:
+    """The training device as the summary records it (with the GPU's name on CUDA)."""
+    return f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
 
 
 def pair_scores(model, batcher: PairBatcher, pairs: list[DialoguePair], device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -152,13 +180,21 @@ def build_model(opts: DynaEvalTrainingOptions, encoder: Encoder):
 
 @with_torch_threads
 def run(opts: DynaEvalTrainingOptions) -> dict:
-    """Train DynaEval and return a summary (also written to ``<output_dir>/summary.json``)."""
+    """Prepare (unless ``output_dir`` holds a prepared run) and train DynaEval; returns a summary (also written to
+    ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
+    t0 = time.monotonic()
     opts.check()
     out = Path(opts.output_dir)
-    sets, corpus_stats = prepare_pairs(opts)
-    if not sets["train"].pairs or not sets["validation"].pairs:
-        raise ValueError("no training or validation pairs: check the data directory and the dialogue limits")
-    encoder = Encoder(device=training_device(opts.device), max_length=opts.max_utterance_tokens)
+    manifest = check_prepared(out, metric=METRIC, options=opts)
+    encoder = None
+    if not opts.prepare_only:  # the device first: a missing one is an error before minutes of preparation
+        encoder = Encoder(device=training_device(opts.device), max_length=opts.max_utterance_tokens)
+    if manifest is None:
+        manifest = prepare(opts)
+    if opts.prepare_only:
+        return {"prepared": True, **manifest}
+    sets = {split: PairSet.load(out / pairs_file(split)) for split in SPLITS}
+    corpus_stats = json.loads((out / CORPUS_STATS_FILE).read_text())
     texts = list(dict.fromkeys(t for s in sets.values() for t in s.texts))
     store = EmbeddingStore(out / EMBEDDINGS_DIR, encoder, batch_size=opts.encode_batch_size)
     embed_stats = store.ensure(texts, desc="utterance")
@@ -167,19 +203,25 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
     train_pairs, val_pairs = sets["train"].pairs, sets["validation"].pairs
     model = build_model(opts, encoder)
     del encoder
-    steps_per_epoch = len(train_pairs) // opts.batch_size
+    batches_per_epoch = len(train_pairs) // opts.batch_size
+    steps_per_epoch = batches_per_epoch // opts.gradient_accumulation  # optimizer steps
     if steps_per_epoch < 1:
-        raise ValueError(f"{len(train_pairs)} training pairs is less than one batch of {opts.batch_size}")
+        raise ValueError(f"{len(train_pairs)} training pairs is less than one step of {opts.batch_size} pairs x "
+                         f"{opts.gradient_accumulation} batches: lower --batch-size or --gradient-accumulation")
     ranking = torch.nn.MarginRankingLoss(margin=MARGIN)
 
     def epoch_batches(epoch: int):
         order = np.random.default_rng([opts.seed, epoch]).permutation(len(train_pairs))
-        for start in range(0, steps_per_epoch * opts.batch_size, opts.batch_size):
-            yield [train_pairs[i] for i in order[start:start + opts.batch_size]]
+        for start in range(0, batches_per_epoch * opts.batch_size, opts.batch_size):
+            yield order[start:start + opts.batch_size]
 
-    def loss_fn(model, batch) -> torch.Tensor:
-        device = next(model.parameters()).device
-        s_orig, s_pert = pair_scores(model, batchers["train"], batch, device)
+    def collate(indices: np.ndarray) -> dict[str, torch.Tensor]:
+        return batchers["train"].collate([train_pairs[i] for i in indices])
+
+    def loss_fn(model, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        score = model(**PairBatcher.to_device(inputs, next(model.parameters()).device)).score
+        half = len(score) // 2  # the originals, then their perturbations
+        s_orig, s_pert = score[:half], score[half:]
         return ranking(s_orig, s_pert, torch.ones_like(s_orig))
 
     def evaluate_fn(model) -> dict[str, float]:
@@ -190,30 +232,37 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
         weight_decay=opts.weight_decay, warmup_ratio=0.0, max_grad_norm=None, optimizer="adam",
         lr_schedule="step", step_decay_every=opts.decay_every or steps_per_epoch, step_decay_gamma=opts.decay_gamma,
         eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
-        max_steps=opts.max_steps, device=opts.device,
+        max_steps=opts.max_steps, device=opts.device, **shared_loop_arguments(opts, started=t0),
     )
     start = time.perf_counter()
     result = train(
-        model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch,
+        model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
         loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=replace_checkpoint, selection_key="val_pair_accuracy",
-        greater_is_better=True, resume=opts.resume,
+        greater_is_better=True, resume=opts.resume, collate=collate,
     )
     train_seconds = time.perf_counter() - start
+    device = next(model.parameters()).device
+    seen = {"device": device_description(device),
+            "pairs_seen": result.steps * opts.batch_size * opts.gradient_accumulation,
+            "pairs_seen_unit": "(original, perturbed) dialogue pairs"}
+    if not result.finished:
+        return stopped_summary(out, result, **seen)
 
     test = {}
     if sets["test"].pairs:
         from ...modeling.dynaeval import DynaEvalModel
         from ...scoring.learned import load_pretrained
 
-        best = load_pretrained(DynaEvalModel, out / "best", dtype=torch.float32).to(next(model.parameters()).device)
+        best = load_pretrained(DynaEvalModel, out / "best", dtype=torch.float32).to(device)
         test = {f"test_{k}": v for k, v in evaluate_pairs(best, batchers["test"], sets["test"].pairs).items()}
     summary = {
+        "finished": True,
         "pairs": {split: len(sets[split].pairs) for split in SPLITS},
         "pairs_by_kind": {split: {k: sum(p.kind == k for p in sets[split].pairs) for k in STRATEGIES}
                           for split in SPLITS},
         "corpus": corpus_stats, "unique_texts": len(texts), "embeddings": embed_stats,
         "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
-        "best_val_pair_accuracy": result.best_metric, **test,
+        "best_val_pair_accuracy": result.best_metric, **test, **seen,
         "train_seconds": round(train_seconds, 1), "torch_threads": torch.get_num_threads(),
         "history": result.history, "options": asdict(opts),
     }

@@ -5,7 +5,7 @@ ablations."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from ...training.options import TrainingOptionsError, option
 from ..bert_ruber.options import HeadTrainingOptions
@@ -42,6 +42,11 @@ class PoneTrainingOptions(HeadTrainingOptions):
     max_filter_rounds: int = option(5, min=1, help="Label filter: at most N rounds.")
     filter_tolerance: int = option(0, help="Label filter: stop once at most N labels change in a round "
                                            "(-1: never stop early).")
+
+    #: What decides the prepared files (pairs, augmented responses): a prepared folder is refused by other values.
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = (
+        *HeadTrainingOptions.PREPARATION_FIELDS, "augment", "augmenter", "generator", "generator_max_new_tokens",
+        "generator_top_p", "k", "synonym_threshold", "eda_alpha")
 
     def check(self) -> None:
         super().check()

