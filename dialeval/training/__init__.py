@@ -1,7 +1,12 @@
 """Training: the one loop (Accelerate) every metric's recipe runs, its device and threads, and the options
 dataclass every recipe's options inherit (from which the CLI command and the saved config come)."""
 
-from .device import DeviceUnavailable, training_device, with_torch_threads
+from .device import (
+    DeviceUnavailable,
+    device_description,
+    training_device,
+    with_torch_threads,
+)
 from .loop import (
     TrainingArguments,
     TrainingResult,
@@ -13,5 +18,5 @@ from .loop import (
 from .options import TrainingOptions, TrainingOptionsError, option, typer_command
 
 __all__ = ["DeviceUnavailable", "TrainingArguments", "TrainingOptions", "TrainingOptionsError", "TrainingResult",
-           "option", "replace_checkpoint", "shared_loop_arguments", "stopped_summary", "train", "training_device",
-           "typer_command", "with_torch_threads"]
+           "device_description", "option", "replace_checkpoint", "shared_loop_arguments", "stopped_summary", "train",
+           "training_device", "typer_command", "with_torch_threads"]

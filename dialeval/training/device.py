@@ -46,6 +46,11 @@ def training_device(spec: str | None) -> torch.device:
     return device
 
 
+def device_description(device: torch.device) -> str:
+    """The training device as a run's summary records it (with the GPU's name on CUDA)."""
+    return f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

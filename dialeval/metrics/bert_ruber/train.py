@@ -46,6 +46,7 @@ from ...backbone.store import EmbeddingStore
 from ...training import (
     TrainingArguments,
     TrainingResult,
+    device_description,
     replace_checkpoint,
     shared_loop_arguments,
     stopped_summary,
@@ -171,11 +172,6 @@ def open_run(opts: HeadTrainingOptions, *, metric: str, prepare: Callable[[HeadT
 def run_embeddings(opts: HeadTrainingOptions, out: Path, encoder: Encoder) -> RunEmbeddings:
     folder = Path(opts.embedding_dir) if opts.embedding_dir else out / "embeddings"
     return RunEmbeddings(folder, encoder, batch_size=opts.encode_batch_size)
-
-
-def device_description(device: torch.device) -> str:
-    """The training device as the summary records it (with the GPU's name on CUDA)."""
-    return f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
 
 
 def seen_fields(opts: HeadTrainingOptions, model, steps: int, unit: str = POSITIVES_UNIT) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from ...backbone import Encoder, encoder_name
 from ...backbone.store import EmbeddingStore
 from ...training import (
     TrainingArguments,
+    device_description,
     replace_checkpoint,
     shared_loop_arguments,
     stopped_summary,
@@ -129,11 +130,6 @@ class PairBatcher:
 
     def inputs(self, pairs: list[DialoguePair], device: torch.device) -> dict[str, torch.Tensor]:
         return self.to_device(self.collate(pairs), device)
-
-
-def device_description(device: torch.device) -> str:
-    """The training device as the summary records it (with the GPU's name on CUDA)."""
-    return f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
 
 
 def pair_scores(model, batcher: PairBatcher, pairs: list[DialoguePair], device) -> tuple[torch.Tensor, torch.Tensor]:

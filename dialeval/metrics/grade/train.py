@@ -52,6 +52,7 @@ import torch
 from ...backbone import Encoder
 from ...training import (
     TrainingArguments,
+    device_description,
     replace_checkpoint,
     shared_loop_arguments,
     stopped_summary,
@@ -87,6 +88,7 @@ def prepare(opts: GradeTrainingOptions) -> dict[str, Any]:
 
     out = Path(opts.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    encoder = Encoder(device=training_device(opts.device))  # first: a missing device fails before minutes of work
     data_dir = resolve_data_dir(opts.data_dir)
     dialogues = {split: _dialogues(split, data_dir) for split in DD_SPLITS}
     kw_path = out / KEYWORDS_FILE
@@ -97,7 +99,6 @@ def prepare(opts: GradeTrainingOptions) -> dict[str, Any]:
         extractor.save(kw_path)
     tables = GraphTables.build(data_dir)  # built once per data and encoder (the user's GRADE cache folder)
     graph_files = tables.save(out / GRAPH_DIR)
-    encoder = Encoder(device=training_device(opts.device))
     splits = {}
     for split, limit in (("train", opts.max_positives or None), ("validation", opts.max_val_positives)):
         splits[split] = build_pairs(context_windows(dialogues[split]), encoder=encoder, max_positives=limit,
@@ -147,11 +148,6 @@ def _tokenizer(base_encoder: str):
 
     path, local_only = resolve_encoder_path(base_encoder)
     return AutoTokenizer.from_pretrained(path, local_files_only=local_only)
-
-
-def device_name(device: torch.device) -> str:
-    """The training device as ``summary.json`` records it (with the GPU's name on CUDA)."""
-    return f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
 
 
 class PairBatches:
@@ -232,7 +228,7 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
         evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_ranking_loss", greater_is_better=False,
         is_head=lambda name: not name.startswith("encoder."), resume=opts.resume, collate=collate,
     )
-    seen = {"device": device_name(training_device(opts.device)),
+    seen = {"device": device_description(training_device(opts.device)),
             "pairs_seen": result.steps * opts.batch_size * opts.gradient_accumulation,
             "pairs_seen_unit": PAIRS_SEEN_UNIT}
     if not result.finished:
