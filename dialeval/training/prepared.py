@@ -10,7 +10,7 @@ Preparation is the part of a recipe that needs what a bare GPU machine lacks: th
 - ``data``: sha256 of every data file preparation read (relative to the data directory), for provenance;
 - ``versions``: Python and the installed versions of the packages involved.
 
-Training from the folder checks the manifest first (:func:`check_prepared`): a different metric, option value or
+Training from the folder checks the manifest first (:func:`ensure_prepared`, :func:`check_prepared`): a different metric, option value or
 a missing or changed file is one :class:`PreparedRunMismatch` line naming it. A folder without a manifest is
 prepared in place by the training command itself (the one-machine route).
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -107,3 +107,10 @@ def check_prepared(out: str | Path, *, metric: str, options: Any) -> dict[str, A
             raise PreparedRunMismatch(f"{out / rel} differs from the file its manifest recorded (damaged in "
                                       "transfer?); copy it again or prepare a new --output-dir")
     return manifest
+
+
+def ensure_prepared(opts: Any, *, metric: str, prepare: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """The manifest of ``opts.output_dir``: checked (:func:`check_prepared`) when the folder has one, else written
+    by ``prepare(opts)`` here, preparing in place (the one-machine route)."""
+    manifest = check_prepared(opts.output_dir, metric=metric, options=opts)
+    return prepare(opts) if manifest is None else manifest

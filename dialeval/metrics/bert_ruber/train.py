@@ -54,7 +54,7 @@ from ...training import (
     training_device,
     with_torch_threads,
 )
-from ...training.prepared import check_prepared, write_manifest
+from ...training.prepared import ensure_prepared, write_manifest
 from .data import (
     Pair,
     context_text,
@@ -160,12 +160,9 @@ def open_run(opts: HeadTrainingOptions, *, metric: str, prepare: Callable[[HeadT
     none), the encoder on the training device (None with ``prepare_only``; made first, so that a missing device is
     an error before minutes of preparation) and the seconds preparation took here."""
     opts.check()
-    out = Path(opts.output_dir)
-    manifest = check_prepared(out, metric=metric, options=opts)
     encoder = None if opts.prepare_only else Encoder(device=training_device(opts.device), cache_size=0)
     began = time.perf_counter()
-    if manifest is None:
-        manifest = prepare(opts)
+    manifest = ensure_prepared(opts, metric=metric, prepare=prepare)
     return manifest, encoder, time.perf_counter() - began
 
 

@@ -51,7 +51,7 @@ from ...training import (
     training_device,
     with_torch_threads,
 )
-from ...training.prepared import check_prepared, write_manifest
+from ...training.prepared import ensure_prepared, write_manifest
 from .data import (
     STRATEGIES,
     DialoguePair,
@@ -181,12 +181,10 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
     t0 = time.monotonic()
     opts.check()
     out = Path(opts.output_dir)
-    manifest = check_prepared(out, metric=METRIC, options=opts)
     encoder = None
     if not opts.prepare_only:  # the device first: a missing one is an error before minutes of preparation
         encoder = Encoder(device=training_device(opts.device), max_length=opts.max_utterance_tokens)
-    if manifest is None:
-        manifest = prepare(opts)
+    manifest = ensure_prepared(opts, metric=METRIC, prepare=prepare)
     if opts.prepare_only:
         return {"prepared": True, **manifest}
     sets = {split: PairSet.load(out / pairs_file(split)) for split in SPLITS}

@@ -23,6 +23,21 @@ KEYWORDS_FILE = "keywords.json"
 GRAPH_DIR = "graph"
 
 
+def base_tokenizer(base_encoder: str):
+    """The tokenizer of the encoder GRADE fine-tunes (``GradeConfig.base_encoder``), for training and scoring."""
+    from transformers import AutoTokenizer
+
+    from ...backbone.encoder import resolve_encoder_path
+
+    path, local_only = resolve_encoder_path(base_encoder)
+    return AutoTokenizer.from_pretrained(path, local_files_only=local_only)
+
+
+def to_device(inputs: dict[str, Any], device: torch.device | str) -> dict[str, Any]:
+    """A batch of model inputs with its tensors on ``device`` (other values as they are)."""
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
 def context_window(turns: Sequence[str]) -> list[str]:
     """The turns GRADE reads: the last two."""
     return list(turns[-CONTEXT_TURNS:])
@@ -96,7 +111,7 @@ class GradeInputBuilder:
         out: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention, "token_type_ids": types}
         if self.use_graph:
             out.update(collate([it["graph"] for it in items], pad_to=nodes))
-        return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in out.items()}
+        return to_device(out, device)
 
     def batch(self, pairs: Sequence[tuple[Sequence[str], str]], device: torch.device | str = "cpu") -> dict[str, Any]:
         """Model inputs for ``pairs`` of (context turns, response), padded to the longest item."""

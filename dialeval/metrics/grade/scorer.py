@@ -23,7 +23,7 @@ from ...backbone.batching import length_sorted_batches
 from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer, load_pretrained
 from .features import GraphFeaturizer
-from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder
+from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder, base_tokenizer
 from .keywords import KeywordExtractor
 from .tables import GraphTables
 
@@ -40,13 +40,8 @@ class GradeScorer(LearnedScorer):
 
     def __init__(self, checkpoint: str | os.PathLike | None = None, *, device: str | torch.device | None = None):
         super().__init__(checkpoint, device=device)
-        from transformers import AutoTokenizer
-
-        from ...backbone.encoder import resolve_encoder_path
-
         cfg = self.model.config
-        path, local_only = resolve_encoder_path(cfg.base_encoder)
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local_only)
+        tokenizer = base_tokenizer(cfg.base_encoder)
         featurizer = GraphFeaturizer(
             GraphTables.load(self.checkpoint / GRAPH_DIR),
             KeywordExtractor.load(self.checkpoint / KEYWORDS_FILE),

@@ -60,10 +60,10 @@ from ...training import (
     training_device,
     with_torch_threads,
 )
-from ...training.prepared import check_prepared, write_manifest
+from ...training.prepared import ensure_prepared, write_manifest
 from .data import PairTable, build_pairs, context_windows
 from .features import GraphFeaturizer
-from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder
+from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder, base_tokenizer, to_device
 from .keywords import KeywordExtractor
 from .options import GradeTrainingOptions
 from .tables import GraphTables
@@ -141,15 +141,6 @@ def save_small_checkpoint(model, path: Path, resources_dir: Path) -> None:
     shutil.copy(resources_dir / KEYWORDS_FILE, path / KEYWORDS_FILE)
 
 
-def _tokenizer(base_encoder: str):
-    from transformers import AutoTokenizer
-
-    from ...backbone.encoder import resolve_encoder_path
-
-    path, local_only = resolve_encoder_path(base_encoder)
-    return AutoTokenizer.from_pretrained(path, local_files_only=local_only)
-
-
 class PairBatches:
     """Model inputs for rows of a prepared :class:`~dialeval.metrics.grade.data.PairTable`, built on the CPU:
     tokens by the encoder's tokenizer, graph features from the stored keywords and the graph tables."""
@@ -166,10 +157,6 @@ class PairBatches:
         return pos, neg
 
 
-def _to(inputs: dict[str, Any], device: torch.device) -> dict[str, Any]:
-    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
-
-
 def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, Any]:
     """Step 4 from the prepared files in ``opts.output_dir``."""
     out = Path(opts.output_dir)
@@ -178,7 +165,7 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
     featurizer = GraphFeaturizer(tables, KeywordExtractor.load(out / KEYWORDS_FILE),
                                  keywords=table.keyword_map() if opts.use_graph else None)
     model = build_model(opts, node_feature_dim=tables.dim)
-    builder = GradeInputBuilder(_tokenizer(model.config.base_encoder), featurizer,
+    builder = GradeInputBuilder(base_tokenizer(model.config.base_encoder), featurizer,
                                 max_seq_length=opts.max_seq_length, use_graph=opts.use_graph)
     inputs = PairBatches(table, builder)
     n_train, n_val = (len(table.splits[s]["positive"]) for s in ("train", "validation"))
@@ -195,7 +182,7 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
 
     def loss_fn(model, batch) -> torch.Tensor:
         device = next(model.parameters()).device
-        pos, neg = (_to(x, device) for x in batch)
+        pos, neg = (to_device(x, device) for x in batch)
         s_pos, s_neg = model(**pos).score, model(**neg).score
         return loss_fn_(s_pos, s_neg, torch.ones_like(s_pos))
 
@@ -209,7 +196,7 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
         losses, wins = [], []
         with torch.inference_mode():
             for pos, neg in validation:
-                s_pos, s_neg = model(**_to(pos, device)).score, model(**_to(neg, device)).score
+                s_pos, s_neg = model(**to_device(pos, device)).score, model(**to_device(neg, device)).score
                 losses.append(torch.clamp(0.1 - (s_pos - s_neg), min=0).sum().item())
                 wins.append((s_pos > s_neg).float().sum().item())
         return {"val_ranking_loss": sum(losses) / n_val, "val_pair_accuracy": sum(wins) / n_val}
@@ -249,9 +236,7 @@ def run(opts: GradeTrainingOptions) -> dict:
     the summary (also written to ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}``."""
     started = time.monotonic()
     opts.check()
-    manifest = check_prepared(opts.output_dir, metric=METRIC, options=opts)
-    if manifest is None:
-        manifest = prepare(opts)
+    manifest = ensure_prepared(opts, metric=METRIC, prepare=prepare)
     if opts.prepare_only:
         return {"prepared": True, **manifest}
     return train_prepared(opts, started=started)
