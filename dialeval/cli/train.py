@@ -34,7 +34,7 @@ def _checkpoint(opts) -> str:
 
 
 def _grade_line(opts: GradeTrainingOptions, s: dict) -> str:
-    return (f"best validation ranking loss {s['best_val_ranking_loss']:.4f} at step {s['best_step']} of "
+    return (f"best {opts.select_by} {s[f'best_{opts.select_by}']:.4f} at step {s['best_step']} of "
             f"{s['steps']}; {_checkpoint(opts)}")
 
 

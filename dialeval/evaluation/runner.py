@@ -4,7 +4,9 @@ For a correlation benchmark every item is scored once; then, for each aspect, Pe
 (with p-values and bootstrap confidence intervals) are computed per subset and pooled over all items. Items
 without a numeric human score for an aspect are left out of that aspect's correlation and counted
 (``n_missing_human``). For DailyDialog++ the result is discrimination accuracy (positive scored above negative)
-against random and adversarial negatives.
+against random and adversarial negatives: within each context (``positive>random``), and against the negatives of
+every context (``positive>random any context``, the AUC of the pooled scores: a score whose level drifts from
+context to context loses there, not within a context).
 """
 
 from __future__ import annotations
@@ -165,6 +167,9 @@ def _run_discrimination(scorer, benchmark, split, ds, *, batch_size, n_boot, see
         res = stats.discrimination_accuracy(pos, matrix(negative), n_boot=n_boot, seed=seed)
         rows.append({"metric": scorer.name, "benchmark": benchmark, "aspect": f"positive>{negative}",
                      "subset": "pooled", **res})
+        res = stats.across_context_auc(pos, matrix(negative), n_boot=n_boot, seed=seed)
+        rows.append({"metric": scorer.name, "benchmark": benchmark, "aspect": f"positive>{negative} any context",
+                     "subset": "pooled", **res})
     return BenchmarkResult(metric=scorer.name, benchmark=benchmark, split=split, signature=out.signature,
                            level="turn", rows=rows, scores=out.scores,
                            metadata={k: v for k, v in out.metadata.items() if k != "turn_scores"})
@@ -176,11 +181,11 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "(no rows)"
     if "accuracy" in rows[0]:
-        head = f"{'metric':<18} {'benchmark':<16} {'comparison':<22} {'accuracy':>8} {'95% CI':>17} {'pairs':>7}"
+        head = f"{'metric':<18} {'benchmark':<16} {'comparison':<34} {'accuracy':>8} {'95% CI':>17} {'pairs':>7}"
         lines = [head, "-" * len(head)]
         for r in rows:
             ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-            lines.append(f"{r['metric']:<18} {r['benchmark']:<16} {r['aspect']:<22} {r['accuracy']:>8.3f} "
+            lines.append(f"{r['metric']:<18} {r['benchmark']:<16} {r['aspect']:<34} {r['accuracy']:>8.3f} "
                          f"{ci:>17} {r['n_pairs']:>7}")
         return "\n".join(lines)
     head = (f"{'metric':<18} {'benchmark':<16} {'subset':<36} {'aspect':<24} {'n':>5} "

@@ -41,6 +41,7 @@ __all__ = [
     "compare_metrics",
     "relative_average_gain",
     "discrimination_accuracy",
+    "across_context_auc",
 ]
 
 Method = Literal["pearson", "spearman", "kendall"]
@@ -544,3 +545,40 @@ def discrimination_accuracy(
         low, high = _percentile_ci(reps[:, 1], confidence)
         out.update(pairwise=float(point[1]), pairwise_ci_low=low, pairwise_ci_high=high)
     return out
+
+
+def _auc(pos: np.ndarray, neg: np.ndarray) -> float:
+    """P(a positive scores above a negative), ties 0.5, from the ranks of the pooled scores (Mann-Whitney U)."""
+    ranks = sps.rankdata(np.concatenate([pos, neg]))
+    return float((ranks[: pos.size].sum() - pos.size * (pos.size + 1) / 2) / (pos.size * neg.size))
+
+
+def across_context_auc(
+    positive_scores: Sequence[Sequence[float]] | np.ndarray,
+    negative_scores: Sequence[Sequence[float]] | np.ndarray,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> dict[str, Any]:
+    """How often a positive scores above a negative of *any* context (the AUC of the pooled scores).
+
+    Same inputs and keys as :func:`discrimination_accuracy` (``accuracy`` is the AUC, ``n_pairs`` every
+    positive-negative combination, the bootstrap resamples contexts). Within-context accuracy can be perfect while
+    this is at chance: it measures whether the score has one level across contexts, which is what a correlation
+    with ratings of many contexts needs.
+    """
+    _check_options(n_boot, confidence)
+    pos = _as_context_matrix(positive_scores, "positive_scores")
+    neg = _as_context_matrix(negative_scores, "negative_scores")
+    if len(pos) != len(neg):
+        raise InputError(
+            f"length mismatch: positive_scores has {len(pos)} contexts, negative_scores has {len(neg)}"
+        )
+    rng = np.random.default_rng(seed)
+    reps = np.asarray([_auc(pos[idx].ravel(), neg[idx].ravel())
+                       for idx in rng.integers(0, len(pos), size=(n_boot, len(pos)))])
+    low, high = _percentile_ci(reps, confidence)
+    return {"accuracy": _auc(pos.ravel(), neg.ravel()), "ci_low": low, "ci_high": high,
+            "n_pairs": pos.size * neg.size, "pairwise": None, "pairwise_ci_low": None, "pairwise_ci_high": None,
+            "n_pairwise": 0, "n_contexts": len(pos), "n_boot": int(n_boot), "confidence": float(confidence)}

@@ -17,6 +17,7 @@ prepared in place by the training command itself (the one-machine route).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import platform
@@ -84,6 +85,12 @@ def read_manifest(out: str | Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def _defaults(options: Any) -> dict[str, Any]:
+    fields = {f.name: f for f in dataclasses.fields(options)}
+    return json.loads(json.dumps({name: fields[name].default for name in options.PREPARATION_FIELDS
+                                  if fields[name].default is not dataclasses.MISSING}))
+
+
 def check_prepared(out: str | Path, *, metric: str, options: Any) -> dict[str, Any] | None:
     """The manifest of ``out`` when it was prepared for ``metric`` with ``options``' preparation values and its
     files are intact; None when ``out`` holds no manifest; :class:`PreparedRunMismatch` otherwise."""
@@ -93,7 +100,8 @@ def check_prepared(out: str | Path, *, metric: str, options: Any) -> dict[str, A
         return None
     if manifest.get("metric") != metric:
         raise PreparedRunMismatch(f"{out} was prepared for {manifest.get('metric')!r}, not {metric!r}")
-    saved = manifest.get("options", {})
+    # an option added after the folder was prepared is recorded at its default (what preparation did then)
+    saved = {**_defaults(options), **manifest.get("options", {})}
     now = json.loads(json.dumps(options.preparation_options()))  # as JSON stores them (tuples become lists)
     differs = [f"{k}={saved.get(k)!r} (now {v!r})" for k, v in now.items() if saved.get(k) != v]
     if differs:

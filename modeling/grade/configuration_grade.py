@@ -55,6 +55,10 @@ def _clean_encoder_dict(encoder_config: Any) -> dict[str, Any]:
     return {k: copy.deepcopy(v) for k, v in encoder_config.items() if k not in _ENCODER_META_KEYS}
 
 
+#: Text vectors of the encoded pair (`GradeConfig.pooling`).
+POOLINGS = ("cls", "mean")
+
+
 class GradeConfig(PretrainedConfig):
     r"""Configuration of [`GradeModel`].
 
@@ -88,6 +92,9 @@ class GradeConfig(PretrainedConfig):
         max_nodes (`int`, *optional*, defaults to 16): keyword nodes kept per dialogue (preprocessing).
         max_seq_length (`int`, *optional*, defaults to 128): token budget of `[CLS] ctx [SEP] resp [SEP]`.
         score_kind (`str`, *optional*, defaults to `"sigmoid"`): output squashing; only `"sigmoid"` is supported.
+        pooling (`str`, *optional*, defaults to `"cls"`): text vector of the encoded pair: `"cls"` (last hidden state
+            of `[CLS]`, as the paper) or `"mean"` (masked mean of the last hidden states, the pooling the
+            sentence encoder was trained with).
     """
 
     model_type = "dialeval-grade"
@@ -112,6 +119,7 @@ class GradeConfig(PretrainedConfig):
         max_nodes: int = 16,
         max_seq_length: int = 128,
         score_kind: str = "sigmoid",
+        pooling: str = "cls",
         **kwargs: Any,
     ) -> None:
         self.encoder_config = _clean_encoder_dict(encoder_config)
@@ -132,10 +140,13 @@ class GradeConfig(PretrainedConfig):
         self.max_nodes = int(max_nodes)
         self.max_seq_length = int(max_seq_length)
         self.score_kind = score_kind
+        self.pooling = pooling
         if self.graph_hidden % self.gat_heads != 0:
             raise ValueError(f"graph_hidden ({self.graph_hidden}) must be divisible by gat_heads ({self.gat_heads})")
         if self.score_kind != "sigmoid":
             raise ValueError(f"score_kind {self.score_kind!r} is not supported (only 'sigmoid')")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling {self.pooling!r} is not supported (one of {', '.join(POOLINGS)})")
         super().__init__(**kwargs)
 
     def get_encoder_config(self) -> BertConfig:
@@ -145,4 +156,4 @@ class GradeConfig(PretrainedConfig):
 
 GradeConfig.register_for_auto_class()
 
-__all__ = ["GradeConfig", "MINILM_L6_ENCODER_CONFIG"]
+__all__ = ["GradeConfig", "MINILM_L6_ENCODER_CONFIG", "POOLINGS"]

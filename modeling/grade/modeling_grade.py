@@ -250,7 +250,8 @@ class GradeModel(GradePreTrainedModel):
     """GRADE: BERT text branch + hop-attention GAT over ConceptNet keyword graphs, fused into a score in (0, 1).
 
     Text branch: ``BertModel`` over ``[CLS] context [SEP] response [SEP]``; the last hidden state of ``[CLS]`` (the
-    original sliced ``[CLS]`` off and used the first real token: fixed) goes through ``Linear(hidden -> text_dim)``.
+    original sliced ``[CLS]`` off and used the first real token: fixed), or with ``config.pooling="mean"`` the
+    masked mean of the last hidden states, goes through ``Linear(hidden -> text_dim)``.
 
     Graph branch (``config.use_graph``): per node, ``h0 = Linear(self) + Linear(mean 1-hop) + Linear(mean 2-hop)``
     (k-hop terms only with ``use_khop``; the original broadcast one flattened vector to all nodes: fixed), then
@@ -292,10 +293,17 @@ class GradeModel(GradePreTrainedModel):
 
     def encode_text(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                     token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """``Linear(last hidden state of [CLS])``: [B, text_dim]."""
+        """``Linear(pooled last hidden states)``: [B, text_dim]; ``config.pooling`` picks ``[CLS]`` or the masked
+        mean over the tokens (special tokens included, as the sentence encoder's own pooling)."""
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids).last_hidden_state
-        return self.text_proj(hidden[:, 0])
+        if self.config.pooling == "mean":
+            mask = (torch.ones_like(input_ids) if attention_mask is None else attention_mask).unsqueeze(-1)
+            mask = mask.to(hidden.dtype)
+            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+        else:
+            pooled = hidden[:, 0]
+        return self.text_proj(pooled)
 
     def encode_graph(self, node_features: torch.Tensor, node_mask: torch.Tensor | None, edge_index: torch.Tensor,
                      edge_weight: torch.Tensor | None = None) -> torch.Tensor:

@@ -376,3 +376,16 @@ def test_trust_remote_code_load_without_dialeval(tmp_path, fake_base):
     assert result["full_module"].startswith("transformers_modules")
     assert result["full"] == expected
     assert result["small"] == expected  # frozen encoder weights came from the (fake) base package
+
+
+def test_mean_pooling_ignores_padding_and_differs_from_cls():
+    items = make_items(batch=3)
+    cls_model, mean_model = tiny_model(pooling="cls"), tiny_model(pooling="mean")
+    with torch.no_grad():
+        padded = mean_model(**collate(items, seq_len=24)).score
+        unpadded = torch.cat([mean_model(**collate([it])).score for it in items])
+        by_cls = cls_model(**collate(items, seq_len=24)).score
+    torch.testing.assert_close(padded, unpadded, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(padded, by_cls)  # same weights (same seed), other text vector
+    with pytest.raises(ValueError, match="pooling 'max'"):
+        tiny_config(pooling="max")

@@ -79,3 +79,19 @@ def test_a_missing_or_changed_file_is_refused(prepared):
     (run / "pairs" / "train.json").unlink()
     with pytest.raises(PreparedRunMismatch, match="lacks pairs/train.json"):
         check_prepared(run, metric="m", options=Opts())
+
+
+@dataclass
+class LaterOpts(Opts):
+    """Opts after a new preparation option was added."""
+
+    balanced: bool = False
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed", "sizes", "balanced")
+
+
+def test_an_option_added_after_preparation_counts_at_its_default(prepared):
+    run, manifest = prepared
+    assert "balanced" not in manifest["options"]
+    assert check_prepared(run, metric="m", options=LaterOpts()) == manifest
+    with pytest.raises(PreparedRunMismatch, match=re.escape("balanced=False (now True)")):
+        check_prepared(run, metric="m", options=LaterOpts(balanced=True))

@@ -12,6 +12,7 @@ from scipy import stats as sps
 
 from dialeval.evaluation.stats import (
     METHODS,
+    across_context_auc,
     compare_metrics,
     correlate,
     correlate_groups,
@@ -354,3 +355,20 @@ def test_discrimination_errors() -> None:
         discrimination_accuracy([[1.0], [2.0]], [[1.0], [float("nan")]])
     with pytest.raises(ValueError, match="non-empty"):
         discrimination_accuracy([], [])
+
+
+def test_across_context_auc_sees_a_drifting_level() -> None:
+    # every context orders its own pair, but context 1's negative is above context 0's positive
+    pos, neg = np.array([[0.3], [0.9]]), np.array([[0.1], [0.5]])
+    assert discrimination_accuracy(pos, neg, n_boot=50)["accuracy"] == 1.0
+    res = across_context_auc(pos, neg, n_boot=50)
+    assert res["accuracy"] == pytest.approx(3 / 4) and res["n_pairs"] == 4 and res["n_contexts"] == 2
+    assert 0.0 <= res["ci_low"] <= res["accuracy"] <= res["ci_high"] <= 1.0
+    # brute force on random scores with ties
+    rng = np.random.default_rng(0)
+    pos, neg = rng.integers(0, 5, size=(7, 3)).astype(float), rng.integers(0, 5, size=(7, 2)).astype(float)
+    p, n = pos.ravel()[:, None], neg.ravel()[None, :]
+    assert across_context_auc(pos, neg, n_boot=10)["accuracy"] == pytest.approx(
+        ((p > n) + 0.5 * (p == n)).mean())
+    with pytest.raises(ValueError, match="length mismatch"):
+        across_context_auc(pos, neg[:3])

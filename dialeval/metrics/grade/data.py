@@ -36,6 +36,10 @@ _LEXICAL_RANKS = (
 )
 
 
+#: BM25 hits, from the mid rank on, that a length-matched lexical negative is chosen from.
+LENGTH_WINDOW = 50
+
+
 @dataclass(frozen=True)
 class GradePair:
     """One training pair: the positive response must score above the negative for the same context."""
@@ -66,8 +70,21 @@ def lexical_rank(n_hits: int) -> int:
     return 0
 
 
-def lexical_negatives(queries: list[str], pool: list[str], *, show_progress: bool = False) -> list[str]:
-    """For each query (a gold response) the mid-ranked BM25 hit in ``pool`` that is not the query itself."""
+def words(text: str) -> int:
+    """Whitespace words of ``text`` (the length that negatives are matched on)."""
+    return len(text.split())
+
+
+def closest_in_length(candidates: Sequence[str], target: int) -> int:
+    """Position of the first candidate whose word count is nearest ``target``."""
+    gaps = [abs(words(c) - target) for c in candidates]
+    return gaps.index(min(gaps))
+
+
+def lexical_negatives(queries: list[str], pool: list[str], *, length_window: int = 0,
+                      show_progress: bool = False) -> list[str]:
+    """For each query (a gold response) the mid-ranked BM25 hit in ``pool`` that is not the query itself; with
+    ``length_window`` > 0, the hit nearest the query's length among that many hits from the mid rank on."""
     import bm25s
 
     retriever = bm25s.BM25(method="lucene")
@@ -82,7 +99,11 @@ def lexical_negatives(queries: list[str], pool: list[str], *, show_progress: boo
         ranked = ranked[pool_arr[ranked] != query]
         if ranked.size == 0:  # no lexical overlap at all: any other response is a lexical negative
             ranked = np.flatnonzero(pool_arr != query)[:1]
-        out.append(str(pool_arr[ranked[min(lexical_rank(ranked.size), ranked.size - 1)]]))
+        rank = min(lexical_rank(ranked.size), ranked.size - 1)
+        if length_window > 0:
+            window = [str(t) for t in pool_arr[ranked[rank:rank + length_window]]]
+            rank += closest_in_length(window, words(query))
+        out.append(str(pool_arr[ranked[rank]]))
     return out
 
 
@@ -95,8 +116,10 @@ def embedding_negatives(
     n_candidates: int = 1000,
     top_k: int = 5,
     seed: int = 0,
+    match_length: bool = False,
 ) -> list[str]:
-    """For each query: draw ``n_candidates`` pool entries, keep the ``top_k`` most similar, take the first drawn."""
+    """For each query: draw ``n_candidates`` pool entries, keep the ``top_k`` most similar, take the first drawn
+    (``match_length``: the one nearest the query's length, the first drawn on ties)."""
     rng = np.random.default_rng(seed)
     q = torch.nn.functional.normalize(query_emb.float(), dim=-1)
     p = torch.nn.functional.normalize(pool_emb.float(), dim=-1)
@@ -106,7 +129,8 @@ def embedding_negatives(
         drawn = np.asarray([j for j in drawn if pool[j] != query])
         sims = (p[torch.as_tensor(drawn)] @ q[i]).numpy()
         best = np.sort(np.argsort(-sims, kind="stable")[:top_k])  # positions in drawing order
-        out.append(pool[int(drawn[best[0]])])
+        pick = closest_in_length([pool[int(drawn[b])] for b in best], words(query)) if match_length else 0
+        out.append(pool[int(drawn[best[pick]])])
     return out
 
 
@@ -119,8 +143,13 @@ def build_pairs(
     n_candidates: int = 1000,
     embedding_pool_size: int | None = 20_000,
     batch_size: int = 64,
+    length_matched: bool = False,
 ) -> list[GradePair]:
     """Two pairs (lexical, embedding negative) per sampled positive.
+
+    ``length_matched``: each negative is chosen nearest the gold's length (lexical: among
+    :data:`LENGTH_WINDOW` hits from the mid rank on; embedding: among the ``top_k`` most similar), so that reply
+    length does not tell positives from negatives.
 
     The lexical index holds every unique response of the windows. Embedding candidates are drawn from a seeded
     sample of ``embedding_pool_size`` of them (``None``: all), so that only that many responses are encoded;
@@ -133,13 +162,14 @@ def build_pairs(
         chosen = [windows[i] for i in idx]
     pool = list(dict.fromkeys(r for _, r in windows))
     golds = [r for _, r in chosen]
-    lexical = lexical_negatives(golds, pool)
+    lexical = lexical_negatives(golds, pool, length_window=LENGTH_WINDOW if length_matched else 0)
     emb_pool = pool
     if embedding_pool_size is not None and embedding_pool_size < len(pool):
         emb_pool = [pool[i] for i in np.sort(rng.choice(len(pool), size=embedding_pool_size, replace=False))]
     pool_emb = encoder.embed(emb_pool, batch_size=batch_size, progress_bar=True)
     gold_emb = encoder.embed(golds, batch_size=batch_size)
-    embedded = embedding_negatives(golds, emb_pool, gold_emb, pool_emb, n_candidates=n_candidates, seed=seed)
+    embedded = embedding_negatives(golds, emb_pool, gold_emb, pool_emb, n_candidates=n_candidates, seed=seed,
+                                   match_length=length_matched)
     pairs = []
     for (ctx, gold), lex, emb in zip(chosen, lexical, embedded):
         pairs.append(GradePair(ctx, gold, lex, "lexical"))
@@ -147,9 +177,33 @@ def build_pairs(
     return pairs
 
 
+def with_context_copies(arrays: Mapping[str, np.ndarray], *, seed: int) -> dict[str, np.ndarray]:
+    """``arrays`` (one split of a :class:`PairTable`) plus one ``context_copy`` pair per distinct (context,
+    positive): its negative is one of the context's own utterances (drawn with ``seed``), offered as the reply.
+
+    A reply that repeats the context shares all its words and topics with it; without such negatives a coherence
+    model can learn overlap as a shortcut. The added rows follow the original ones, in order of first appearance.
+    """
+    context, positive = np.asarray(arrays["context"]), np.asarray(arrays["positive"])
+    if context.shape[1] == 0:
+        raise ValueError("context copies need contexts of at least one utterance")
+    _, first = np.unique(np.column_stack([context, positive]), axis=0, return_index=True)
+    rows = np.sort(first)
+    turn = np.random.default_rng(seed).integers(0, context.shape[1], size=rows.size)
+    return {
+        "context": np.concatenate([context, context[rows]]),
+        "positive": np.concatenate([positive, positive[rows]]),
+        "negative": np.concatenate([np.asarray(arrays["negative"]), context[rows, turn]]).astype(np.int32),
+        "kind": np.concatenate([np.asarray(arrays["kind"]),
+                                np.full(rows.size, KINDS.index("context_copy"), dtype=np.int8)]),
+    }
+
+
 PAIRS_FILE = "pairs.npz"
 TEXTS_FILE = "pair_texts.json.gz"
-KINDS = ("lexical", "embedding")
+#: Negative kinds. Prepared tables hold the first two; ``context_copy`` pairs are added at train time
+#: (:func:`with_context_copies`).
+KINDS = ("lexical", "embedding", "context_copy")
 _TABLE_FORMAT = "dialeval-grade-pairs"
 _TABLE_VERSION = 1
 
@@ -230,7 +284,7 @@ class PairTable:
         if doc.get("format") != _TABLE_FORMAT or doc.get("version") != _TABLE_VERSION:
             raise ValueError(f"{folder / TEXTS_FILE} is not a GRADE pair table of version {_TABLE_VERSION} "
                              f"(format={doc.get('format')!r}, version={doc.get('version')!r})")
-        if tuple(doc["kinds"]) != KINDS:
+        if tuple(doc["kinds"]) != KINDS[:len(doc["kinds"])]:
             raise ValueError(f"{folder / TEXTS_FILE}: pair kinds {doc['kinds']} (this code reads {list(KINDS)})")
         texts, keywords = doc["texts"], doc["keywords"]
         if keywords is not None and len(keywords) != len(texts):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from ...training.options import TrainingOptions, option
 
@@ -14,7 +14,8 @@ class GradeTrainingOptions(TrainingOptions):
 
     #: What preparation writes depends on these: the sampled positives and their negatives (seed, the two limits)
     #: and whether keywords are extracted for the graph branch. Tokenising (max_seq_length) happens at train time.
-    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed", "max_positives", "max_val_positives", "use_graph")
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed", "max_positives", "max_val_positives", "use_graph",
+                                                     "length_matched")
 
     # this recipe's defaults of shared options (the field order stays the base class's)
     seed: int = 71
@@ -32,3 +33,16 @@ class GradeTrainingOptions(TrainingOptions):
     use_graph: bool = option(True, flag="graph", help="Graph branch (off: ablation 'no graph').")
     use_khop: bool = option(True, flag="khop", help="k-hop neighbour features (off: ablation).")
     use_hop_attention: bool = option(True, flag="hop-attention", help="1/hop attention scaling (off: ablation).")
+    # departures from the paper, each an option so that its effect is measured on its own (issue 12)
+    pooling: Literal["cls", "mean"] = option("cls", help="Text vector: cls (the paper) or the masked token mean.")
+    loss: Literal["pairwise", "pointwise", "both"] = option(
+        "pairwise", help="pairwise: margin ranking of the positive over its negative (the paper); pointwise: binary "
+                         "cross-entropy, positives 1 and negatives 0, which pins the score level across contexts; "
+                         "both: their sum.")
+    length_matched: bool = option(False, help="Choose each negative nearest its gold reply's length (BM25: among 50 "
+                                              "hits from the mid rank on; embedding: among the 5 most similar).")
+    context_copies: bool = option(False, help="Add one pair per training positive whose negative is an utterance "
+                                              "of its own context offered as the reply.")
+    select_by: Literal["val_ranking_loss", "val_pooled_auc"] = option(
+        "val_ranking_loss", help="Checkpoint selection: lowest validation ranking loss (the original), or highest "
+                                 "AUC of validation positives against negatives pooled over all contexts.")

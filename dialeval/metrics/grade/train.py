@@ -61,7 +61,7 @@ from ...training import (
     with_torch_threads,
 )
 from ...training.prepared import ensure_prepared, write_manifest
-from .data import PairTable, build_pairs, context_windows
+from .data import PairTable, build_pairs, context_windows, with_context_copies
 from .features import GraphFeaturizer
 from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder, base_tokenizer, to_device
 from .keywords import KeywordExtractor
@@ -72,6 +72,8 @@ METRIC = "grade"
 #: What ``pairs_seen`` in ``summary.json`` counts.
 PAIRS_SEEN_UNIT = "ranking pairs (context, positive response, negative response)"
 VALIDATION_CHUNK = 64
+#: Margin of the pairwise ranking loss (the original's).
+MARGIN = 0.1
 
 
 def _dialogues(split: str, data_dir: str | Path | None) -> list[list[str]]:
@@ -102,7 +104,7 @@ def prepare(opts: GradeTrainingOptions) -> dict[str, Any]:
     splits = {}
     for split, limit in (("train", opts.max_positives or None), ("validation", opts.max_val_positives)):
         splits[split] = build_pairs(context_windows(dialogues[split]), encoder=encoder, max_positives=limit,
-                                    seed=opts.seed)
+                                    seed=opts.seed, length_matched=opts.length_matched)
     table = PairTable.from_pairs(splits)
     if opts.use_graph:  # one spaCy pass over every distinct text
         table.keywords = extractor.extract_batch(table.texts)
@@ -123,6 +125,7 @@ def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
         use_graph=opts.use_graph,
         use_khop=opts.use_khop,
         use_hop_attention=opts.use_hop_attention,
+        pooling=opts.pooling,
     )
     torch.manual_seed(opts.seed)
     model = GradeModel(config)
@@ -134,6 +137,29 @@ def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
     return model
 
 
+def pair_loss(pos, neg, kind: str) -> torch.Tensor:
+    """The training loss of a batch of (positive, negative) outputs: ``pairwise`` margin ranking (margin
+    :data:`MARGIN`) on the scores, ``pointwise`` binary cross-entropy on the logits (positives 1, negatives 0), or
+    ``both`` summed."""
+    total = pos.score.new_zeros(())
+    if kind in ("pairwise", "both"):
+        total = total + torch.clamp(MARGIN - (pos.score - neg.score), min=0).mean()
+    if kind in ("pointwise", "both"):
+        logits = torch.cat([pos.logits, neg.logits])
+        labels = torch.cat([torch.ones_like(pos.logits), torch.zeros_like(neg.logits)])
+        total = total + torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+    return total
+
+
+def validation_metrics(s_pos: torch.Tensor, s_neg: torch.Tensor) -> dict[str, float]:
+    """Ranking loss and pair accuracy of aligned positive/negative scores, and the AUC of all positives against all
+    negatives pooled over contexts (ties count half): a model that only orders replies within a context can rank
+    its pairs well and still score poorly here."""
+    above = (s_pos[:, None] > s_neg[None, :]).float().mean() + 0.5 * (s_pos[:, None] == s_neg[None, :]).float().mean()
+    return {"val_ranking_loss": torch.clamp(MARGIN - (s_pos - s_neg), min=0).mean().item(),
+            "val_pair_accuracy": (s_pos > s_neg).float().mean().item(), "val_pooled_auc": above.item()}
+
+
 def save_small_checkpoint(model, path: Path, resources_dir: Path) -> None:
     """fp16 trainable weights + config + the keyword IDF and graph tables the scorer needs."""
     state = {k: v.to(torch.float16) for k, v in model.trainable_state_dict().items()}
@@ -142,15 +168,16 @@ def save_small_checkpoint(model, path: Path, resources_dir: Path) -> None:
 
 
 class PairBatches:
-    """Model inputs for rows of a prepared :class:`~dialeval.metrics.grade.data.PairTable`, built on the CPU:
-    tokens by the encoder's tokenizer, graph features from the stored keywords and the graph tables."""
+    """Model inputs for rows of the splits of a prepared :class:`~dialeval.metrics.grade.data.PairTable`, built on
+    the CPU: tokens by the encoder's tokenizer, graph features from the stored keywords and the graph tables."""
 
-    def __init__(self, table: PairTable, builder: GradeInputBuilder) -> None:
-        self.table, self.builder = table, builder
+    def __init__(self, texts: list[str], splits: dict[str, dict[str, np.ndarray]],
+                 builder: GradeInputBuilder) -> None:
+        self.texts, self.splits, self.builder = texts, splits, builder
 
     def __call__(self, split: str, rows) -> tuple[dict[str, Any], dict[str, Any]]:
         """(positive inputs, negative inputs) of the pairs ``rows`` of ``split``."""
-        a, texts = self.table.splits[split], self.table.texts
+        a, texts = self.splits[split], self.texts
         contexts = [[texts[j] for j in a["context"][i]] for i in rows]
         pos = self.builder.batch([(c, texts[a["positive"][i]]) for c, i in zip(contexts, rows)])
         neg = self.builder.batch([(c, texts[a["negative"][i]]) for c, i in zip(contexts, rows)])
@@ -167,9 +194,11 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
     model = build_model(opts, node_feature_dim=tables.dim)
     builder = GradeInputBuilder(base_tokenizer(model.config.base_encoder), featurizer,
                                 max_seq_length=opts.max_seq_length, use_graph=opts.use_graph)
-    inputs = PairBatches(table, builder)
-    n_train, n_val = (len(table.splits[s]["positive"]) for s in ("train", "validation"))
-    loss_fn_ = torch.nn.MarginRankingLoss(margin=0.1)
+    splits = dict(table.splits)
+    if opts.context_copies:
+        splits["train"] = with_context_copies(splits["train"], seed=opts.seed)
+    inputs = PairBatches(table.texts, splits, builder)
+    n_train, n_val = (len(splits[s]["positive"]) for s in ("train", "validation"))
     steps_per_epoch = n_train // opts.batch_size  # batches per epoch
 
     def epoch_batches(epoch: int):
@@ -183,8 +212,7 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
     def loss_fn(model, batch) -> torch.Tensor:
         device = next(model.parameters()).device
         pos, neg = (to_device(x, device) for x in batch)
-        s_pos, s_neg = model(**pos).score, model(**neg).score
-        return loss_fn_(s_pos, s_neg, torch.ones_like(s_pos))
+        return pair_loss(model(**pos), model(**neg), opts.loss)
 
     validation: list[tuple[dict[str, Any], dict[str, Any]]] = []  # built at the first evaluation, then reused
 
@@ -193,13 +221,12 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
         if not validation:
             validation.extend(inputs("validation", list(range(start, min(start + VALIDATION_CHUNK, n_val))))
                               for start in range(0, n_val, VALIDATION_CHUNK))
-        losses, wins = [], []
+        scores = []
         with torch.inference_mode():
             for pos, neg in validation:
-                s_pos, s_neg = model(**to_device(pos, device)).score, model(**to_device(neg, device)).score
-                losses.append(torch.clamp(0.1 - (s_pos - s_neg), min=0).sum().item())
-                wins.append((s_pos > s_neg).float().sum().item())
-        return {"val_ranking_loss": sum(losses) / n_val, "val_pair_accuracy": sum(wins) / n_val}
+                scores.append((model(**to_device(pos, device)).score, model(**to_device(neg, device)).score))
+        s_pos, s_neg = (torch.cat(column).float().cpu() for column in zip(*scores))
+        return validation_metrics(s_pos, s_neg)
 
     def save_best(model, path: Path) -> None:
         save_small_checkpoint(model, path, out)
@@ -212,7 +239,8 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
     )
     result = train(
         model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch, loss_fn=loss_fn,
-        evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_ranking_loss", greater_is_better=False,
+        evaluate_fn=evaluate_fn, save_best=save_best, selection_key=opts.select_by,
+        greater_is_better=opts.select_by != "val_ranking_loss",
         is_head=lambda name: not name.startswith("encoder."), resume=opts.resume, collate=collate,
     )
     seen = {"device": device_description(training_device(opts.device)),
@@ -223,7 +251,7 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
     summary = {
         "finished": True, "train_pairs": n_train, "validation_pairs": n_val, "steps": result.steps,
         "total_steps": result.total_steps, "best_step": result.best_step,
-        "best_val_ranking_loss": result.best_metric, "seconds": result.seconds, **seen, "history": result.history,
+        f"best_{opts.select_by}": result.best_metric, "seconds": result.seconds, **seen, "history": result.history,
         "options": asdict(opts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
