@@ -95,6 +95,11 @@ class GradeConfig(PretrainedConfig):
         pooling (`str`, *optional*, defaults to `"cls"`): text vector of the encoded pair: `"cls"` (last hidden state
             of `[CLS]`, as the paper) or `"mean"` (masked mean of the last hidden states, the pooling the
             sentence encoder was trained with).
+        lora_rank (`int`, *optional*, defaults to 0): rank of the low-rank adapters added to every attention and
+            feed-forward projection of every encoder layer (`0`: none). The adapters are trained and saved; the
+            adapted base weights stay frozen (so a small checkpoint holds the adapters, not the layers).
+        lora_alpha (`float`, *optional*, defaults to 16.0): adapter scale numerator (the update is
+            `alpha / rank * B @ A`).
     """
 
     model_type = "dialeval-grade"
@@ -120,6 +125,8 @@ class GradeConfig(PretrainedConfig):
         max_seq_length: int = 128,
         score_kind: str = "sigmoid",
         pooling: str = "cls",
+        lora_rank: int = 0,
+        lora_alpha: float = 16.0,
         **kwargs: Any,
     ) -> None:
         self.encoder_config = _clean_encoder_dict(encoder_config)
@@ -141,6 +148,10 @@ class GradeConfig(PretrainedConfig):
         self.max_seq_length = int(max_seq_length)
         self.score_kind = score_kind
         self.pooling = pooling
+        self.lora_rank = int(lora_rank)
+        self.lora_alpha = float(lora_alpha)
+        if self.lora_rank < 0:
+            raise ValueError(f"lora_rank must be >= 0, got {self.lora_rank}")
         if self.graph_hidden % self.gat_heads != 0:
             raise ValueError(f"graph_hidden ({self.graph_hidden}) must be divisible by gat_heads ({self.gat_heads})")
         if self.score_kind != "sigmoid":

@@ -153,6 +153,53 @@ def build_batch_graph(edges: list[tuple[torch.Tensor, torch.Tensor] | None], num
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# Low-rank adapters
+# ---------------------------------------------------------------------------------------------------------------------
+
+#: Encoder projections that get an adapter when ``config.lora_rank > 0`` (suffixes of BERT module names).
+LORA_TARGETS = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+                "intermediate.dense", "output.dense")
+_LORA_PREFIX = "lora_"
+
+
+class LoRALinear(nn.Linear):
+    """``nn.Linear`` plus a trainable low-rank update: ``y = x W^T + b + (alpha / r) * x A^T B^T``.
+
+    ``weight`` and ``bias`` keep the names of the linear layer they replace, so base checkpoints load unchanged;
+    ``lora_A`` [r, in] starts like a linear layer, ``lora_B`` [out, r] at zero (the adapted layer starts as the base).
+    """
+
+    def __init__(self, in_features: int, out_features: int, rank: int, alpha: float, bias: bool = True) -> None:
+        super().__init__(in_features, out_features, bias=bias)
+        self.rank, self.scale = rank, alpha / rank
+        self.lora_A = nn.Parameter(torch.empty(rank, in_features))
+        self.lora_B = nn.Parameter(torch.zeros(out_features, rank))
+        self.reset_adapter()
+
+    def reset_adapter(self) -> None:
+        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
+        nn.init.zeros_(self.lora_B)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x) + F.linear(F.linear(x, self.lora_A), self.lora_B) * self.scale
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, rank={self.rank}, scale={self.scale:g}"
+
+
+def add_adapters(encoder: nn.Module, rank: int, alpha: float) -> int:
+    """Replace every :data:`LORA_TARGETS` linear layer of ``encoder``'s layers by a :class:`LoRALinear` of the same
+    shape (call before loading weights). Returns how many were replaced."""
+    targets = [name for name, module in encoder.named_modules()
+               if isinstance(module, nn.Linear) and ".layer." in f".{name}" and name.endswith(LORA_TARGETS)]
+    for name in targets:
+        parent_name, _, child = name.rpartition(".")
+        parent, old = encoder.get_submodule(parent_name), encoder.get_submodule(name)
+        setattr(parent, child, LoRALinear(old.in_features, old.out_features, rank, alpha, bias=old.bias is not None))
+    return len(targets)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # Base-encoder weights
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -234,6 +281,9 @@ class GradePreTrainedModel(PreTrainedModel):
         # parameters that were loaded from a checkpoint.
         from transformers import initialization as init
 
+        if isinstance(module, LoRALinear):
+            init.kaiming_uniform_(module.lora_A, a=math.sqrt(5))
+            init.zeros_(module.lora_B)
         if isinstance(module, HopGATConv):
             w_bound = _XAVIER_GAIN * math.sqrt(6.0 / (module.in_dim + module.head_dim))
             a_bound = _XAVIER_GAIN * math.sqrt(6.0 / (2 * module.head_dim + 1))
@@ -266,6 +316,8 @@ class GradeModel(GradePreTrainedModel):
     def __init__(self, config: GradeConfig) -> None:
         super().__init__(config)
         self.encoder = BertModel(config.get_encoder_config(), add_pooling_layer=False)
+        if config.lora_rank > 0:
+            add_adapters(self.encoder, config.lora_rank, config.lora_alpha)
         enc_hidden = self.encoder.config.hidden_size
         self.text_proj = nn.Linear(enc_hidden, config.text_dim)
 
@@ -401,21 +453,23 @@ class GradeModel(GradePreTrainedModel):
         return False, tuple(f"{_ENCODER_PREFIX}encoder.layer.{i}." for i in range(num_layers - k, num_layers))
 
     def _is_trainable_name(self, name: str, trainable_layers: int | None) -> bool:
-        if not name.startswith(_ENCODER_PREFIX):
+        if not name.startswith(_ENCODER_PREFIX) or name.rpartition(".")[2].startswith(_LORA_PREFIX):
             return True
         whole, prefixes = self._trainable_encoder_prefixes(trainable_layers)
         return whole or name.startswith(prefixes)
 
     def freeze_encoder(self, trainable_layers: int | None = None) -> None:
         """Freeze the encoder embeddings and all but the top ``trainable_layers`` layers (default:
-        ``config.trainable_encoder_layers``; ``-1``: nothing frozen). Everything else is made trainable."""
+        ``config.trainable_encoder_layers``; ``-1``: nothing frozen). Everything else, adapters included, is made
+        trainable."""
         for name, param in self.named_parameters():
             param.requires_grad_(self._is_trainable_name(name, trainable_layers))
 
     def trainable_state_dict(self, trainable_layers: int | None = None) -> dict[str, torch.Tensor]:
-        """The weights that fine-tuning changes: the top encoder layers and all non-encoder modules (same selection
-        as `freeze_encoder` with the same argument). Save them with ``save_pretrained(path, trainable_only=True)``;
-        loading fills the rest of the encoder from ``config.base_encoder``."""
+        """The weights that fine-tuning changes: the top encoder layers, the adapters and all non-encoder modules
+        (same selection as `freeze_encoder` with the same argument). Save them with
+        ``save_pretrained(path, trainable_only=True)``; loading fills the rest of the encoder from
+        ``config.base_encoder``."""
         return {name: tensor.detach() for name, tensor in self.state_dict().items()
                 if self._is_trainable_name(name, trainable_layers)}
 
@@ -522,6 +576,9 @@ __all__ = [
     "GradeOutput",
     "GradePreTrainedModel",
     "HopGATConv",
+    "LORA_TARGETS",
+    "LoRALinear",
+    "add_adapters",
     "build_batch_graph",
     "load_base_encoder_state_dict",
     "map_base_encoder_keys",

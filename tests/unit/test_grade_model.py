@@ -389,3 +389,35 @@ def test_mean_pooling_ignores_padding_and_differs_from_cls():
     assert not torch.allclose(padded, by_cls)  # same weights (same seed), other text vector
     with pytest.raises(ValueError, match="pooling 'max'"):
         tiny_config(pooling="max")
+
+
+def test_lora_adapters_start_as_the_base_train_alone_and_round_trip(tmp_path, fake_base):
+    from dialeval.modeling.grade.modeling_grade import LORA_TARGETS, LoRALinear
+
+    plain = tiny_model(seed=7, base_encoder=fake_base["name"])
+    adapted = tiny_model(seed=7, base_encoder=fake_base["name"], lora_rank=4, trainable_encoder_layers=0)
+    plain.load_state_dict(map_base_encoder_keys(fake_base["state_dict"]), strict=False)  # as training starts
+    adapters = [m for m in adapted.encoder.modules() if isinstance(m, LoRALinear)]
+    assert len(adapters) == len(LORA_TARGETS) * TINY_ENCODER["num_hidden_layers"]
+    assert adapted.load_state_dict(plain.state_dict(), strict=False).unexpected_keys == []
+    batch = collate(make_items())
+    with torch.no_grad():  # B starts at zero: the adapted model is the base model
+        torch.testing.assert_close(adapted(**batch).score, plain(**batch).score)
+    adapted.freeze_encoder()
+    small = adapted.trainable_state_dict()
+    encoder_keys = sorted(k for k in small if k.startswith("encoder."))
+    assert encoder_keys and all(k.rsplit(".", 1)[1] in ("lora_A", "lora_B") for k in encoder_keys)
+    adapted.train()
+    adapted(**batch).score.sum().backward()
+    assert all(p.grad is None for n, p in adapted.named_parameters() if n.startswith("encoder.") and "lora_" not in n)
+    with torch.no_grad():
+        for m in adapters:
+            m.lora_B.normal_()
+    adapted.eval()
+    path = tmp_path / "lora"
+    adapted.save_pretrained(path, trainable_only=True)
+    loaded, info = GradeModel.from_pretrained(path, output_loading_info=True)
+    assert not any("lora_" in k for k in info["filled_from_base_encoder"])
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(**batch).score, adapted(**batch).score)
+        assert not torch.allclose(loaded(**batch).score, plain(**batch).score)

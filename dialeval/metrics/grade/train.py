@@ -126,6 +126,7 @@ def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
         use_khop=opts.use_khop,
         use_hop_attention=opts.use_hop_attention,
         pooling=opts.pooling,
+        lora_rank=opts.lora_rank,
     )
     torch.manual_seed(opts.seed)
     model = GradeModel(config)
