@@ -181,12 +181,12 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "(no rows)"
     if "accuracy" in rows[0]:
-        head = f"{'metric':<18} {'benchmark':<16} {'comparison':<34} {'accuracy':>8} {'95% CI':>17} {'pairs':>7}"
+        head = f"{'metric':<18} {'benchmark':<16} {'comparison':<34} {'accuracy':>8} {'95% CI':>17} {'pairs':>10}"
         lines = [head, "-" * len(head)]
         for r in rows:
             ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
             lines.append(f"{r['metric']:<18} {r['benchmark']:<16} {r['aspect']:<34} {r['accuracy']:>8.3f} "
-                         f"{ci:>17} {r['n_pairs']:>7}")
+                         f"{ci:>17} {r['n_pairs']:>10}")
         return "\n".join(lines)
     head = (f"{'metric':<18} {'benchmark':<16} {'subset':<36} {'aspect':<24} {'n':>5} "
             f"{'pearson (p) [CI]':>30} {'spearman (p) [CI]':>30} {'kendall (p)':>16}")

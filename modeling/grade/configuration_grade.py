@@ -56,7 +56,7 @@ def _clean_encoder_dict(encoder_config: Any) -> dict[str, Any]:
 
 
 #: Text vectors of the encoded pair (`GradeConfig.pooling`).
-POOLINGS = ("cls", "mean")
+POOLINGS = ("cls", "mean", "pair")
 
 
 class GradeConfig(PretrainedConfig):
@@ -93,8 +93,9 @@ class GradeConfig(PretrainedConfig):
         max_seq_length (`int`, *optional*, defaults to 128): token budget of `[CLS] ctx [SEP] resp [SEP]`.
         score_kind (`str`, *optional*, defaults to `"sigmoid"`): output squashing; only `"sigmoid"` is supported.
         pooling (`str`, *optional*, defaults to `"cls"`): text vector of the encoded pair: `"cls"` (last hidden state
-            of `[CLS]`, as the paper) or `"mean"` (masked mean of the last hidden states, the pooling the
-            sentence encoder was trained with).
+            of `[CLS]`, as the paper), `"mean"` (masked mean of the last hidden states, the pooling the sentence
+            encoder was trained with) or `"pair"` (masked means `u` of the context tokens and `v` of the response
+            tokens, by token type, joined as `[u, v, u*v, |u-v|]`).
         lora_rank (`int`, *optional*, defaults to 0): rank of the low-rank adapters added to every attention and
             feed-forward projection of every encoder layer (`0`: none). The adapters are trained and saved; the
             adapted base weights stay frozen (so a small checkpoint holds the adapters, not the layers).

@@ -152,6 +152,12 @@ def build_batch_graph(edges: list[tuple[torch.Tensor, torch.Tensor] | None], num
     return torch.cat(all_index, dim=1), torch.cat(all_weight)
 
 
+def _masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``hidden`` [B, L, H] over the positions where ``mask`` [B, L] is non-zero (zeros where none is)."""
+    weights = mask.to(hidden.dtype).unsqueeze(-1)
+    return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Low-rank adapters
 # ---------------------------------------------------------------------------------------------------------------------
@@ -300,8 +306,9 @@ class GradeModel(GradePreTrainedModel):
     """GRADE: BERT text branch + hop-attention GAT over ConceptNet keyword graphs, fused into a score in (0, 1).
 
     Text branch: ``BertModel`` over ``[CLS] context [SEP] response [SEP]``; the last hidden state of ``[CLS]`` (the
-    original sliced ``[CLS]`` off and used the first real token: fixed), or with ``config.pooling="mean"`` the
-    masked mean of the last hidden states, goes through ``Linear(hidden -> text_dim)``.
+    original sliced ``[CLS]`` off and used the first real token: fixed), or the masked mean of the last hidden states
+    (``config.pooling="mean"``), or ``[u, v, u*v, |u-v|]`` of the context and response token means (``"pair"``),
+    goes through ``Linear(-> text_dim)``.
 
     Graph branch (``config.use_graph``): per node, ``h0 = Linear(self) + Linear(mean 1-hop) + Linear(mean 2-hop)``
     (k-hop terms only with ``use_khop``; the original broadcast one flattened vector to all nodes: fixed), then
@@ -319,7 +326,8 @@ class GradeModel(GradePreTrainedModel):
         if config.lora_rank > 0:
             add_adapters(self.encoder, config.lora_rank, config.lora_alpha)
         enc_hidden = self.encoder.config.hidden_size
-        self.text_proj = nn.Linear(enc_hidden, config.text_dim)
+        pooled_size = 4 * enc_hidden if config.pooling == "pair" else enc_hidden
+        self.text_proj = nn.Linear(pooled_size, config.text_dim)
 
         fusion_in = config.text_dim
         if config.use_graph:
@@ -345,17 +353,23 @@ class GradeModel(GradePreTrainedModel):
 
     def encode_text(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                     token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """``Linear(pooled last hidden states)``: [B, text_dim]; ``config.pooling`` picks ``[CLS]`` or the masked
-        mean over the tokens (special tokens included, as the sentence encoder's own pooling)."""
+        """``Linear(pooled last hidden states)``: [B, text_dim]. ``config.pooling``: ``cls``, the ``[CLS]`` state;
+        ``mean``, the masked mean over the tokens (special tokens included, as the sentence encoder's own pooling);
+        ``pair``, ``[u, v, u*v, |u-v|]`` of the means over the context (token type 0, ``[CLS]`` and its ``[SEP]``
+        included) and the response (token type 1) tokens."""
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids).last_hidden_state
-        if self.config.pooling == "mean":
-            mask = (torch.ones_like(input_ids) if attention_mask is None else attention_mask).unsqueeze(-1)
-            mask = mask.to(hidden.dtype)
-            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
-        else:
-            pooled = hidden[:, 0]
-        return self.text_proj(pooled)
+        pooling = self.config.pooling
+        if pooling == "cls":
+            return self.text_proj(hidden[:, 0])
+        mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
+        if pooling == "mean":
+            return self.text_proj(_masked_mean(hidden, mask))
+        if token_type_ids is None:
+            raise ValueError("pooling='pair' needs token_type_ids (0: context, 1: response)")
+        u = _masked_mean(hidden, mask * (token_type_ids == 0))
+        v = _masked_mean(hidden, mask * (token_type_ids == 1))
+        return self.text_proj(torch.cat([u, v, u * v, (u - v).abs()], dim=-1))
 
     def encode_graph(self, node_features: torch.Tensor, node_mask: torch.Tensor | None, edge_index: torch.Tensor,
                      edge_weight: torch.Tensor | None = None) -> torch.Tensor:

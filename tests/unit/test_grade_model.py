@@ -378,17 +378,28 @@ def test_trust_remote_code_load_without_dialeval(tmp_path, fake_base):
     assert result["small"] == expected  # frozen encoder weights came from the (fake) base package
 
 
-def test_mean_pooling_ignores_padding_and_differs_from_cls():
+@pytest.mark.parametrize("pooling", ["mean", "pair"])
+def test_pooling_ignores_padding_and_differs_from_cls(pooling):
     items = make_items(batch=3)
-    cls_model, mean_model = tiny_model(pooling="cls"), tiny_model(pooling="mean")
+    cls_model, model = tiny_model(pooling="cls"), tiny_model(pooling=pooling)
     with torch.no_grad():
-        padded = mean_model(**collate(items, seq_len=24)).score
-        unpadded = torch.cat([mean_model(**collate([it])).score for it in items])
+        padded = model(**collate(items, seq_len=24)).score
+        unpadded = torch.cat([model(**collate([it])).score for it in items])
         by_cls = cls_model(**collate(items, seq_len=24)).score
     torch.testing.assert_close(padded, unpadded, atol=1e-5, rtol=1e-5)
-    assert not torch.allclose(padded, by_cls)  # same weights (same seed), other text vector
+    assert not torch.allclose(padded, by_cls)
     with pytest.raises(ValueError, match="pooling 'max'"):
         tiny_config(pooling="max")
+
+
+def test_pair_pooling_reads_the_segments_apart():
+    model = tiny_model(pooling="pair")
+    batch = collate(make_items(batch=2))
+    moved = dict(batch, token_type_ids=torch.zeros_like(batch["token_type_ids"]))  # no response segment
+    with torch.no_grad():
+        assert not torch.allclose(model(**batch).score, model(**moved).score)
+    with pytest.raises(ValueError, match="token_type_ids"):
+        model(**dict(batch, token_type_ids=None))
 
 
 def test_lora_adapters_start_as_the_base_train_alone_and_round_trip(tmp_path, fake_base):

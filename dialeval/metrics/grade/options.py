@@ -36,7 +36,9 @@ class GradeTrainingOptions(TrainingOptions):
     use_khop: bool = option(True, flag="khop", help="k-hop neighbour features (off: ablation).")
     use_hop_attention: bool = option(True, flag="hop-attention", help="1/hop attention scaling (off: ablation).")
     # departures from the paper, each an option so that its effect is measured on its own (issue 12)
-    pooling: Literal["cls", "mean"] = option("cls", help="Text vector: cls (the paper) or the masked token mean.")
+    pooling: Literal["cls", "mean", "pair"] = option(
+        "cls", help="Text vector: cls (the paper), mean (masked token mean) or pair ([u, v, u*v, |u-v|] of the "
+                    "context and response token means).")
     loss: Literal["pairwise", "pointwise", "both"] = option(
         "pairwise", help="pairwise: margin ranking of the positive over its negative (the paper); pointwise: binary "
                          "cross-entropy, positives 1 and negatives 0, which pins the score level across contexts; "
