@@ -7,7 +7,7 @@ import pytest
 import torch
 from dialeval.modeling.grade import GradeOutput
 
-from dialeval.metrics.grade.data import KINDS, PairTable, with_context_copies
+from dialeval.metrics.grade.data import KINDS, PairTable, with_extra_negatives
 from dialeval.metrics.grade.train import MARGIN, pair_loss, validation_metrics
 
 
@@ -41,24 +41,29 @@ def test_pooled_auc_sees_what_pair_accuracy_does_not():
     assert tie["val_pooled_auc"] == pytest.approx(0.5) and tie["val_pair_accuracy"] == 0.0
 
 
-def test_context_copies_add_one_pair_per_positive_from_its_own_context():
+def test_extra_negatives_add_one_pair_per_positive_and_kind():
     from dialeval.metrics.grade.data import GradePair
 
     pairs = [GradePair(("a b", "c d"), "gold one", "lex one", "lexical"),
              GradePair(("a b", "c d"), "gold one", "emb one", "embedding"),
              GradePair(("e f", "g h"), "gold two", "lex two", "lexical"),
-             GradePair(("e f", "g h"), "gold two", "emb two", "embedding")]
+             GradePair(("e f", "g h"), "gold two", "emb two", "embedding"),
+             GradePair(("i j", "k l"), "gold three", "lex three", "lexical")]
     table = PairTable.from_pairs({"train": pairs})
-    arrays = with_context_copies(table.splits["train"], seed=3)
-    assert len(arrays["positive"]) == 6
+    arrays = with_extra_negatives(table.splits["train"], ["context_copy", "random"], seed=3)
+    assert len(arrays["positive"]) == 5 + 3 + 3
     for key in ("context", "positive", "negative", "kind"):  # the original rows first, untouched
-        assert np.array_equal(arrays[key][:4], table.splits["train"][key])
-    added = [PairTable(table.texts, {"train": arrays}).pair("train", i) for i in (4, 5)]
-    assert [p.positive for p in added] == ["gold one", "gold two"]
-    assert all(p.kind == "context_copy" and p.negative in p.context for p in added)
-    again = with_context_copies(table.splits["train"], seed=3)
+        assert np.array_equal(arrays[key][:5], table.splits["train"][key])
+    added = [PairTable(table.texts, {"train": arrays}).pair("train", i) for i in range(5, 11)]
+    assert [p.positive for p in added] == ["gold one", "gold two", "gold three"] * 2
+    assert all(p.kind == "context_copy" and p.negative in p.context for p in added[:3])
+    golds = {"gold one", "gold two", "gold three"}
+    assert all(p.kind == "random" and p.negative in golds - {p.positive} for p in added[3:])
+    again = with_extra_negatives(table.splits["train"], ["context_copy", "random"], seed=3)
     assert all(np.array_equal(arrays[k], again[k]) for k in arrays)
     assert KINDS[:2] == ("lexical", "embedding")  # prepared tables keep their kind indices
+    with pytest.raises(ValueError, match="unknown extra negative kind 'bm25'"):
+        with_extra_negatives(table.splits["train"], ["bm25"], seed=0)
 
 
 def test_a_table_saved_with_fewer_kinds_still_loads(tmp_path):

@@ -177,33 +177,51 @@ def build_pairs(
     return pairs
 
 
-def with_context_copies(arrays: Mapping[str, np.ndarray], *, seed: int) -> dict[str, np.ndarray]:
-    """``arrays`` (one split of a :class:`PairTable`) plus one ``context_copy`` pair per distinct (context,
-    positive): its negative is one of the context's own utterances (drawn with ``seed``), offered as the reply.
+def with_extra_negatives(arrays: Mapping[str, np.ndarray], kinds: Sequence[str], *, seed: int
+                         ) -> dict[str, np.ndarray]:
+    """``arrays`` (one split of a :class:`PairTable`) plus, for each kind in ``kinds``, one pair per distinct
+    (context, positive) with a negative drawn with ``seed``:
 
-    A reply that repeats the context shares all its words and topics with it; without such negatives a coherence
-    model can learn overlap as a shortcut. The added rows follow the original ones, in order of first appearance.
+    * ``context_copy``: one of the context's own utterances offered as the reply. It shares every word and topic
+      with the context; without such negatives overlap can become a shortcut to a high score.
+    * ``random``: the positive reply of another pair of the split (uniformly drawn, never the same text). The
+      prepared negatives are chosen to be similar to the gold; random ones teach plain topical relevance.
+
+    The added rows follow the original ones: per kind, in order of first appearance.
     """
     context, positive = np.asarray(arrays["context"]), np.asarray(arrays["positive"])
-    if context.shape[1] == 0:
-        raise ValueError("context copies need contexts of at least one utterance")
     _, first = np.unique(np.column_stack([context, positive]), axis=0, return_index=True)
     rows = np.sort(first)
-    turn = np.random.default_rng(seed).integers(0, context.shape[1], size=rows.size)
-    return {
-        "context": np.concatenate([context, context[rows]]),
-        "positive": np.concatenate([positive, positive[rows]]),
-        "negative": np.concatenate([np.asarray(arrays["negative"]), context[rows, turn]]).astype(np.int32),
-        "kind": np.concatenate([np.asarray(arrays["kind"]),
-                                np.full(rows.size, KINDS.index("context_copy"), dtype=np.int8)]),
-    }
+    rng = np.random.default_rng(seed)
+    out = {key: [np.asarray(arrays[key])] for key in ("context", "positive", "negative", "kind")}
+    for kind in kinds:
+        if kind == "context_copy":
+            if context.shape[1] == 0:
+                raise ValueError("context copies need contexts of at least one utterance")
+            negative = context[rows, rng.integers(0, context.shape[1], size=rows.size)]
+        elif kind == "random":
+            pool = np.unique(positive)
+            if pool.size < 2:
+                raise ValueError("random negatives need at least two distinct positive replies")
+            negative = pool[rng.integers(0, pool.size, size=rows.size)]
+            clash = negative == positive[rows]
+            while clash.any():  # redraw the few that hit their own gold reply
+                negative[clash] = pool[rng.integers(0, pool.size, size=int(clash.sum()))]
+                clash = negative == positive[rows]
+        else:
+            raise ValueError(f"unknown extra negative kind {kind!r} (known: context_copy, random)")
+        out["context"].append(context[rows])
+        out["positive"].append(positive[rows])
+        out["negative"].append(negative.astype(np.int32))
+        out["kind"].append(np.full(rows.size, KINDS.index(kind), dtype=np.int8))
+    return {key: np.concatenate(parts) for key, parts in out.items()}
 
 
 PAIRS_FILE = "pairs.npz"
 TEXTS_FILE = "pair_texts.json.gz"
-#: Negative kinds. Prepared tables hold the first two; ``context_copy`` pairs are added at train time
-#: (:func:`with_context_copies`).
-KINDS = ("lexical", "embedding", "context_copy")
+#: Negative kinds. Prepared tables hold the first two; ``context_copy`` and ``random`` pairs are added at train
+#: time (:func:`with_extra_negatives`).
+KINDS = ("lexical", "embedding", "context_copy", "random")
 _TABLE_FORMAT = "dialeval-grade-pairs"
 _TABLE_VERSION = 1
 

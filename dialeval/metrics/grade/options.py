@@ -47,6 +47,9 @@ class GradeTrainingOptions(TrainingOptions):
                                               "hits from the mid rank on; embedding: among the 5 most similar).")
     context_copies: bool = option(False, help="Add one pair per training positive whose negative is an utterance "
                                               "of its own context offered as the reply.")
+    random_negatives: bool = option(False, help="Add one pair per training positive whose negative is the reply of "
+                                                "another, uniformly drawn pair (the prepared negatives are all "
+                                                "similar to the gold).")
     select_by: Literal["val_ranking_loss", "val_pooled_auc"] = option(
         "val_ranking_loss", help="Checkpoint selection: lowest validation ranking loss (the original), or highest "
                                  "AUC of validation positives against negatives pooled over all contexts.")

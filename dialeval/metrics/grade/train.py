@@ -61,7 +61,7 @@ from ...training import (
     with_torch_threads,
 )
 from ...training.prepared import ensure_prepared, write_manifest
-from .data import PairTable, build_pairs, context_windows, with_context_copies
+from .data import PairTable, build_pairs, context_windows, with_extra_negatives
 from .features import GraphFeaturizer
 from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder, base_tokenizer, to_device
 from .keywords import KeywordExtractor
@@ -196,8 +196,10 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
     builder = GradeInputBuilder(base_tokenizer(model.config.base_encoder), featurizer,
                                 max_seq_length=opts.max_seq_length, use_graph=opts.use_graph)
     splits = dict(table.splits)
-    if opts.context_copies:
-        splits["train"] = with_context_copies(splits["train"], seed=opts.seed)
+    extra = [kind for kind, wanted in (("context_copy", opts.context_copies), ("random", opts.random_negatives))
+             if wanted]
+    if extra:
+        splits["train"] = with_extra_negatives(splits["train"], extra, seed=opts.seed)
     inputs = PairBatches(table.texts, splits, builder)
     n_train, n_val = (len(splits[s]["positive"]) for s in ("train", "validation"))
     steps_per_epoch = n_train // opts.batch_size  # batches per epoch
