@@ -19,16 +19,22 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 
-def between_context_share(scores: Sequence[float], contexts: Sequence[Hashable]) -> dict[str, Any] | None:
-    """Between-context share of the variance of ``scores`` grouped by ``contexts`` (one hashable key per item);
-    None when no context has two or more items."""
+#: Contexts with several replies that a benchmark needs for its between-context share to be printed (FED's turn
+#: level has one such context, whose share is 0 by construction).
+MIN_SHARED_CONTEXTS = 20
+
+
+def between_context_share(scores: Sequence[float], contexts: Sequence[Hashable], *,
+                          min_contexts: int = 2) -> dict[str, Any] | None:
+    """Between-context share of the variance of ``scores`` grouped by ``contexts`` (one hashable key per item), over
+    the contexts with two or more items; None when fewer than ``min_contexts`` contexts have them."""
     if len(scores) != len(contexts):
         raise ValueError(f"{len(scores)} scores but {len(contexts)} contexts")
     groups: dict[Hashable, list[int]] = {}
     for i, key in enumerate(contexts):
         groups.setdefault(key, []).append(i)
     shared = [idx for idx in groups.values() if len(idx) >= 2]
-    if not shared:
+    if len(shared) < max(1, min_contexts):
         return None
     x = np.asarray(scores, dtype=np.float64)
     values = [x[idx] for idx in shared]
@@ -77,7 +83,7 @@ def diagnose(scores: Sequence[float], *, level: str, contexts: Sequence[Sequence
         if responses is None:
             raise ValueError("turn-level diagnostics need the responses")
         lengths = [word_count(r) for r in responses]
-        share = between_context_share(scores, [tuple(turns) for turns in contexts])
+        share = between_context_share(scores, [tuple(turns) for turns in contexts], min_contexts=MIN_SHARED_CONTEXTS)
     return {"between_context": share, "length_bias": length_bias(scores, lengths),
             "length_unit": "mean words per turn" if level == "dialogue" else "words per reply",
             "mean_over_sets": mean_over_sets(rows)}

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dialeval.evaluation.diagnostics import (
+    MIN_SHARED_CONTEXTS,
     between_context_share,
     diagnose,
     format_diagnostics,
@@ -25,7 +26,7 @@ def test_a_pure_offset_is_all_between_and_no_offset_is_none():
     assert between_context_share([1, 1, 5, 5], ["a", "a", "b", "b"])["share"] == pytest.approx(1.0)
     assert between_context_share([1, 5, 1, 5], ["a", "a", "b", "b"])["share"] == pytest.approx(0.0)
     assert between_context_share([1, 2], ["a", "b"]) is None
-    assert math.isnan(between_context_share([2, 2], ["a", "a"])["share"])
+    assert math.isnan(between_context_share([2, 2], ["a", "a"], min_contexts=1)["share"])
     with pytest.raises(ValueError, match="3 scores but 2 contexts"):
         between_context_share([1, 2, 3], ["a", "b"])
 
@@ -51,12 +52,24 @@ def test_diagnose_turn_and_dialogue_level():
     contexts = [["hi", "how are you"], ["hi", "how are you"], ["bye"]]
     turn = diagnose(np.array([0.1, 0.3, 0.9]), level="turn", contexts=contexts,
                     responses=["fine", "very fine thanks", "see you"], rows=[_row("x", "c/1", 0.2, 0.4)])
-    assert turn["between_context"] == {"share": 0.0, "contexts": 1, "items": 2}
+    assert turn["between_context"] is None  # one context with two replies: too few for a share
     assert turn["length_bias"]["n"] == 3 and turn["length_unit"] == "words per reply"
-    line = format_diagnostics("m", "b", turn)
-    assert line.startswith("m on b: mean over 1 sets 0.300 (x); between-context share 0.00 (1 contexts, 2 replies)")
+    assert format_diagnostics("m", "b", turn) == (
+        "m on b: mean over 1 sets 0.300 (x); length bias r=0.24 / rho=0.50 (words per reply)")
+    many = [[f"context {i}"] for i in range(MIN_SHARED_CONTEXTS) for _ in range(2)]
+    offsets = np.repeat(np.arange(MIN_SHARED_CONTEXTS, dtype=float), 2)  # a pure per-context offset
+    turn = diagnose(offsets, level="turn", contexts=many, responses=["a reply"] * len(many), rows=[])
+    assert turn["between_context"] == {"share": pytest.approx(1.0), "contexts": MIN_SHARED_CONTEXTS,
+                                       "items": 2 * MIN_SHARED_CONTEXTS}
+    assert f"between-context share 1.00 ({MIN_SHARED_CONTEXTS} contexts" in format_diagnostics("m", "b", turn)
     dialogue = diagnose(np.array([0.1, 0.3, 0.9]), level="dialogue", contexts=contexts, responses=None, rows=[])
     assert dialogue["between_context"] is None and dialogue["length_unit"] == "mean words per turn"
     assert "between-context" not in format_diagnostics("m", "b", dialogue)
     with pytest.raises(ValueError, match="responses"):
         diagnose(np.zeros(3), level="turn", contexts=contexts, responses=None, rows=[])
+
+
+def test_between_context_share_needs_enough_shared_contexts():
+    scores, contexts = [1, 3, 5, 7, 9], ["a", "a", "b", "b", "c"]
+    assert between_context_share(scores, contexts, min_contexts=2)["contexts"] == 2
+    assert between_context_share(scores, contexts, min_contexts=3) is None
