@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
-
 #: Contexts with several replies that a benchmark needs for its between-context share to be printed (FED's turn
 #: level has one such context, whose share is 0 by construction).
 MIN_SHARED_CONTEXTS = 20
