@@ -47,7 +47,8 @@ def _weights(run_dir):
 def test_prepare_only_writes_compact_inputs_and_the_manifest(runs):
     in_place, prepared, summary = runs
     assert summary["prepared"] is True and summary["metric"] == "grade"
-    assert summary["options"] == {"seed": 71, "max_positives": 12, "max_val_positives": 6, "use_graph": True}
+    assert summary["options"] == {"seed": 71, "max_positives": 12, "max_val_positives": 6, "use_graph": True,
+                                  "length_matched": False}
     assert {TEXTS_FILE, PAIRS_FILE, "keywords.json", "graph/meta.json", "graph/embeddings.safetensors"} <= set(
         summary["files"])
     assert "dailydialog/derived/train.jsonl" in summary["data"] and "conceptnet_cn100k/train.txt" in summary["data"]
@@ -85,7 +86,7 @@ def test_training_without_spacy_bm25_datasets_or_data_matches_the_in_place_run(r
     assert json.loads((moved / "summary.json").read_text())["finished"] is False
     done = run_cli_blocking(args, blocked=BLOCKED, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "best validation ranking loss" in done.stdout
+    assert "best val_ranking_loss" in done.stdout
     summary = json.loads((moved / "summary.json").read_text())
     assert summary["finished"] is True and summary["steps"] == 3 and summary["device"] == "cpu"
     assert summary["pairs_seen"] == 3 * 4 and "ranking pairs" in summary["pairs_seen_unit"]
