@@ -484,6 +484,19 @@ def _as_context_matrix(values: Sequence[Sequence[float]] | np.ndarray, name: str
     return arr
 
 
+def _context_matrices(positive_scores, negative_scores, n_boot: int, confidence: float
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The checked ``(n_contexts, k)`` matrices of a discrimination statistic (same number of contexts)."""
+    _check_options(n_boot, confidence)
+    pos = _as_context_matrix(positive_scores, "positive_scores")
+    neg = _as_context_matrix(negative_scores, "negative_scores")
+    if len(pos) != len(neg):
+        raise InputError(
+            f"length mismatch: positive_scores has {len(pos)} contexts, negative_scores has {len(neg)}"
+        )
+    return pos, neg
+
+
 def _win_share(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     """Elementwise 1 where pos > neg, 0.5 on ties, 0 otherwise."""
     return (pos > neg) + 0.5 * (pos == neg)
@@ -508,13 +521,7 @@ def discrimination_accuracy(
     * ``pairwise``: the same over index-paired ``(pos[c, i], neg[c, i])`` only (``n_pairwise`` pairs), with
       ``pairwise_ci_low``/``pairwise_ci_high`` from the same resamples; ``None`` when ``k_pos != k_neg``.
     """
-    _check_options(n_boot, confidence)
-    pos = _as_context_matrix(positive_scores, "positive_scores")
-    neg = _as_context_matrix(negative_scores, "negative_scores")
-    if len(pos) != len(neg):
-        raise InputError(
-            f"length mismatch: positive_scores has {len(pos)} contexts, negative_scores has {len(neg)}"
-        )
+    pos, neg = _context_matrices(positive_scores, negative_scores, n_boot, confidence)
     n_ctx, k_pos = pos.shape
     k_neg = neg.shape[1]
     paired = k_pos == k_neg
@@ -568,13 +575,7 @@ def across_context_auc(
     this is at chance: it measures whether the score has one level across contexts, which is what a correlation
     with ratings of many contexts needs.
     """
-    _check_options(n_boot, confidence)
-    pos = _as_context_matrix(positive_scores, "positive_scores")
-    neg = _as_context_matrix(negative_scores, "negative_scores")
-    if len(pos) != len(neg):
-        raise InputError(
-            f"length mismatch: positive_scores has {len(pos)} contexts, negative_scores has {len(neg)}"
-        )
+    pos, neg = _context_matrices(positive_scores, negative_scores, n_boot, confidence)
     rng = np.random.default_rng(seed)
     reps = np.asarray([_auc(pos[idx].ravel(), neg[idx].ravel())
                        for idx in rng.integers(0, len(pos), size=(n_boot, len(pos)))])
