@@ -18,9 +18,12 @@ prepared in place first; one whose manifest disagrees with the options is refuse
 
 4. batches: ``[CLS] context [SEP] response [SEP]`` tokenised and the graph features computed from the stored
    keywords and tables (:class:`~dialeval.metrics.grade.features.GraphFeaturizer`; in ``--dataloader-workers``
-   processes when > 0); margin ranking loss (margin 0.1) between the positive and negative scores, AdamW, linear
-   warm-up (10%) and decay, gradient clipping 10, batch 16 pairs, seed 71; validation ranking loss every
-   ``eval_every`` steps; the checkpoint with the lowest validation ranking loss is kept (as the original).
+   processes when > 0); margin ranking loss (margin 0.1) between the positive and negative scores (``--loss``
+   adds or substitutes binary cross-entropy, :func:`pair_loss`), AdamW, linear warm-up (10%) and decay, gradient
+   clipping 10, batch 16 pairs, seed 71; ``--context-copies`` / ``--random-negatives`` add pairs at train time
+   (:func:`~dialeval.metrics.grade.data.with_extra_negatives`); validation every ``eval_every`` steps
+   (:func:`validation_metrics`); the checkpoint with the lowest validation ranking loss is kept (as the original),
+   or with the highest ``val_pooled_auc`` (``--select-by``).
    ``--max-minutes`` saves the full state and stops (rerun to resume); ``summary.json`` records the device and
    the ranking pairs seen.
 
