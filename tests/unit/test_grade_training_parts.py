@@ -113,3 +113,12 @@ def test_embedding_negatives_length_matched_among_the_most_similar():
     matched = embedding_negatives(["x y z w v"], pool, query_emb, pool_emb, top_k=3, seed=0, match_length=True)
     assert first[0] in pool[:3]
     assert matched == ["b c d e f"]  # five words, like the query, among the three most similar
+
+
+def test_adapters_and_heads_learn_at_the_head_rate_pretrained_layers_do_not():
+    from dialeval.metrics.grade.train import learns_at_head_rate
+
+    assert learns_at_head_rate("scorer.weight") and learns_at_head_rate("gat_layers.0.att")
+    assert learns_at_head_rate("encoder.encoder.layer.3.attention.self.query.lora_A")
+    assert not learns_at_head_rate("encoder.encoder.layer.3.attention.self.query.weight")
+    assert not learns_at_head_rate("encoder.embeddings.word_embeddings.weight")

@@ -30,7 +30,8 @@ class GradeTrainingOptions(TrainingOptions):
     head_learning_rate: float = option(1e-4, min=0, help="Learning rate of the graph and fusion modules.")
     trainable_encoder_layers: int = option(2, min=0, help="Top encoder layers fine-tuned.")
     lora_rank: int = option(0, min=0, help="Low-rank adapters of this rank on every encoder layer (0: none); the "
-                                           "checkpoint then holds the adapters, not the layers.")
+                                           "checkpoint then holds the adapters, not the layers. Adapters learn at "
+                                           "--head-learning-rate.")
     max_seq_length: int = option(128, min=1, help="Tokens of the context + response text.")
     use_graph: bool = option(True, flag="graph", help="Graph branch (off: ablation 'no graph').")
     use_khop: bool = option(True, flag="khop", help="k-hop neighbour features (off: ablation).")

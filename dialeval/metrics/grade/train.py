@@ -141,6 +141,12 @@ def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
     return model
 
 
+def learns_at_head_rate(name: str) -> bool:
+    """Parameters trained at ``--head-learning-rate``: everything outside the encoder, and the encoder's low-rank
+    adapters (new weights, like the heads); the pretrained encoder layers get ``--learning-rate``."""
+    return not name.startswith("encoder.") or name.rpartition(".")[2].startswith("lora_")
+
+
 def pair_loss(pos, neg, kind: str) -> torch.Tensor:
     """The training loss of a batch of (positive, negative) outputs: ``pairwise`` margin ranking (margin
     :data:`MARGIN`) on the scores, ``pointwise`` binary cross-entropy on the logits (positives 1, negatives 0), or
@@ -247,7 +253,7 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
         model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch, loss_fn=loss_fn,
         evaluate_fn=evaluate_fn, save_best=save_best, selection_key=opts.select_by,
         greater_is_better=opts.select_by != "val_ranking_loss",
-        is_head=lambda name: not name.startswith("encoder."), resume=opts.resume, collate=collate,
+        is_head=learns_at_head_rate, resume=opts.resume, collate=collate,
     )
     seen = {"device": device_description(training_device(opts.device)),
             "pairs_seen": result.steps * opts.batch_size * opts.gradient_accumulation,
