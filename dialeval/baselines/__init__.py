@@ -12,6 +12,10 @@
   (default all-MiniLM-L6-v2), referenced.
 * ``context_cosine`` -- :class:`~dialeval.baselines.cosine.ContextCosineScorer`: cosine of mean-pooled context
   and response embeddings, unreferenced.
+* ``adjacent_cosine`` -- :class:`~dialeval.baselines.cosine.AdjacentCosineScorer`: cosine of the last context turn
+  and the response (dialogue level: mean cosine of adjacent turns), unreferenced.
+* ``utterance_length`` -- :class:`~dialeval.baselines.length.UtteranceLengthScorer`: words in the response (dialogue
+  level: mean words per turn), unreferenced; the length control.
 
 Several references per item: ``bleu4`` uses sacrebleu's native multi-reference BLEU; every other referenced
 metric scores the response against each reference and keeps the maximum.

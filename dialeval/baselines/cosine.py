@@ -7,7 +7,7 @@ import numpy as np
 from ..schema import ScoringItem
 from .common import EncoderScorer
 
-__all__ = ["ContextCosineScorer"]
+__all__ = ["AdjacentCosineScorer", "ContextCosineScorer"]
 
 
 class ContextCosineScorer(EncoderScorer):
@@ -48,4 +48,30 @@ class ContextCosineScorer(EncoderScorer):
             "truncated_contexts": n_ctx,
             "truncated_responses": n_rsp,
         }
+        return np.clip(out, -1.0, 1.0)
+
+
+class AdjacentCosineScorer(EncoderScorer):
+    """Cosine between the mean-pooled embeddings of the last context turn and of the response, in [-1, 1].
+
+    At dialogue level (the shared default: the mean of the turn scores of turns 2..n) this is the mean cosine of
+    adjacent utterances, the trivial coherence baseline that DynaEval's paper compares against. Each text is
+    truncated on the right at the encoder limit and embedded once per call through the encoder's cache.
+    Metadata: ``truncated_texts`` (distinct turns longer than the limit).
+    """
+
+    name = "adjacent_cosine"
+    requires_references = False
+
+    def _score_items(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
+        previous = [it.context[-1].text for it in items]
+        responses = [it.response for it in items]
+        texts = list(dict.fromkeys(previous + responses))
+        vectors = self.encoder.embed(texts, batch_size=batch_size, side="right", progress_bar=progress_bar)
+        row = {t: i for i, t in enumerate(texts)}
+        a = vectors[[row[t] for t in previous]].double().numpy()
+        b = vectors[[row[t] for t in responses]].double().numpy()
+        norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+        out = np.divide(np.einsum("ij,ij->i", a, b), norms, out=np.zeros(len(items)), where=norms > 0)
+        self._call_meta = {"truncated_texts": self.count_truncated(texts)}
         return np.clip(out, -1.0, 1.0)

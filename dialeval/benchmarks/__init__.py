@@ -33,6 +33,7 @@ from .fed import TURN_ASPECTS as FED_TURN_ASPECTS
 from .fed import Fed
 from .grade_eval import GradeEval
 from .rade import Rade
+from .sanity import DialogueSanity, TurnSanity
 from .usr import ASPECTS as USR_ASPECTS
 from .usr import Usr
 
@@ -97,6 +98,18 @@ _REGISTRY: dict[str, tuple[type[DialevalBuilder], str, BenchmarkInfo]] = {
         splits=("validation", "test"), has_references=False,
         description="DailyDialog++: contexts with 5 positive, 5 adversarial-negative and 5 random-negative "
                     "responses (no graded scores).")),
+    "sanity_turn": (TurnSanity, "sanity_turn", BenchmarkInfo(
+        name="sanity_turn", kind="sanity", level="turn", aspects=(), default_aspect=None,
+        splits=("validation", "test"), has_references=False,
+        description="Sanity checks: 300 DailyDialog gold replies, each against a random and a similar reply of "
+                    "another dialogue, itself shuffled, with words dropped, truncated, and a copy of the last "
+                    "context turn.")),
+    "sanity_dialogue": (DialogueSanity, "sanity_dialogue", BenchmarkInfo(
+        name="sanity_dialogue", kind="sanity", level="dialogue", aspects=(), default_aspect=None,
+        splits=("validation", "test"), has_references=False,
+        description="Sanity checks: DailyDialog (200) and FED (test) dialogues, each against itself shuffled, "
+                    "with two neighbouring turns swapped, with a turn replaced by a similar one, and with one "
+                    "speaker repeating its first turn.")),
     "dailydialog": (DailyDialog, "dailydialog", BenchmarkInfo(
         name="dailydialog", kind="corpus", level=None, aspects=(), default_aspect=None,
         splits=("train", "validation", "test"), has_references=False,
@@ -107,6 +120,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "fed": ("fed_turn", "fed_dialogue"),
     "usr": ("usr_topicalchat", "usr_personachat"),
     "rade": ("rade_chitchat", "rade_emotion", "rade_persona"),
+    "sanity": ("sanity_turn", "sanity_dialogue"),
 }
 
 

@@ -62,7 +62,7 @@ class BenchmarkAlignmentError(BenchmarkDataError):
 @dataclass(frozen=True)
 class BenchmarkInfo:
     name: str
-    kind: str  # "correlation" | "discrimination" | "corpus"
+    kind: str  # "correlation" | "discrimination" | "sanity" | "corpus"
     level: str | None  # "turn" | "dialogue" | None
     aspects: tuple[str, ...]
     default_aspect: str | None

@@ -254,9 +254,8 @@ def benchmark(
                 plot_files.extend(drawn.paths)
                 not_plotted.extend([drawn.reason] if drawn.reason else [])
     rows = [r for res in results for r in res.rows]
-    typer.echo(format_table([r for r in rows if "accuracy" not in r]))
-    if any("accuracy" in r for r in rows):
-        typer.echo("\n" + format_table([r for r in rows if "accuracy" in r]))
+    correlations, accuracies = [r for r in rows if "accuracy" not in r], [r for r in rows if "accuracy" in r]
+    typer.echo("\n\n".join(format_table(part) for part in (correlations, accuracies) if part or not rows))
     diagnosed = [format_diagnostics(res.metric, res.benchmark, res.diagnostics) for res in results if res.diagnostics]
     if diagnosed:
         typer.echo("\n" + "\n".join(diagnosed))

@@ -7,7 +7,9 @@
 - **Length bias**: Pearson and Spearman correlation of the score with the reply's length in words (turn level), or
   with the mean words per turn of the dialogue (dialogue level). A metric that follows length rewards verbosity.
 - **Mean over sets**: per aspect, the mean over the benchmark's subsets (the pooled row left out) of
-  (Pearson + Spearman) / 2, the figure the GRADE paper reports across its evaluation sets.
+  (Pearson + Spearman) / 2, the figure the GRADE paper reports across its evaluation sets, and the mean Spearman
+  within a set. On FED the subsets are the systems (Human, Meena, Mitsuku): a pooled correlation there can come
+  from telling the systems apart, the within-system mean cannot.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
+
+from ..baselines.length import word_count
 
 #: Contexts with several replies that a benchmark needs for its between-context share to be printed (FED's turn
 #: level has one such context, whose share is 0 by construction).
@@ -45,10 +49,6 @@ def between_context_share(scores: Sequence[float], contexts: Sequence[Hashable],
     return {"share": share, "contexts": len(shared), "items": int(pooled.size)}
 
 
-def word_count(text: str) -> int:
-    return len(text.split())
-
-
 def length_bias(scores: Sequence[float], lengths: Sequence[float]) -> dict[str, Any]:
     """Pearson and Spearman correlation of ``scores`` with ``lengths`` (NaN when either is constant)."""
     x, y = np.asarray(scores, dtype=np.float64), np.asarray(lengths, dtype=np.float64)
@@ -61,13 +61,14 @@ def length_bias(scores: Sequence[float], lengths: Sequence[float]) -> dict[str, 
 
 
 def mean_over_sets(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per aspect: the mean of (Pearson + Spearman) / 2 over the subsets other than "pooled", and their number."""
+    """Per aspect, over the subsets other than "pooled": the mean of (Pearson + Spearman) / 2 (``mean``), the mean
+    Spearman (``spearman``) and their number (``sets``)."""
     out: dict[str, dict[str, Any]] = {}
     for aspect in dict.fromkeys(r["aspect"] for r in rows if "pearson_r" in r):
-        values = [(r["pearson_r"] + r["spearman_r"]) / 2 for r in rows
-                  if r["aspect"] == aspect and r["subset"] != "pooled" and "pearson_r" in r]
-        if values:
-            out[aspect] = {"mean": float(np.mean(values)), "sets": len(values)}
+        sets = [r for r in rows if r["aspect"] == aspect and r["subset"] != "pooled" and "pearson_r" in r]
+        if sets:
+            out[aspect] = {"mean": float(np.mean([(r["pearson_r"] + r["spearman_r"]) / 2 for r in sets])),
+                           "spearman": float(np.mean([r["spearman_r"] for r in sets])), "sets": len(sets)}
     return out
 
 
@@ -89,11 +90,11 @@ def diagnose(scores: Sequence[float], *, level: str, contexts: Sequence[Sequence
 
 
 def format_diagnostics(metric: str, benchmark: str, diagnostics: dict[str, Any]) -> str:
-    """One line per benchmark run, e.g. ``grade on grade_eval: mean over 8 sets 0.198 (coherence); between-context
-    share 0.64 (300 contexts); length bias r=0.12 / rho=0.10 (words per reply)``."""
+    """One line per benchmark run, e.g. ``grade on grade_eval: mean over 8 sets 0.198, Spearman within a set 0.180
+    (coherence); between-context share 0.64 (300 contexts); length bias r=0.12 / rho=0.10 (words per reply)``."""
     parts = []
     for aspect, m in diagnostics["mean_over_sets"].items():
-        parts.append(f"mean over {m['sets']} sets {m['mean']:.3f} ({aspect})")
+        parts.append(f"mean over {m['sets']} sets {m['mean']:.3f}, Spearman within a set {m['spearman']:.3f} ({aspect})")
     share = diagnostics["between_context"]
     if share is not None:
         parts.append(f"between-context share {share['share']:.2f} ({share['contexts']} contexts, "

@@ -6,7 +6,8 @@ without a numeric human score for an aspect are left out of that aspect's correl
 (``n_missing_human``). For DailyDialog++ the result is discrimination accuracy (positive scored above negative)
 against random and adversarial negatives: within each context (``positive>random``), and against the negatives of
 every context (``positive>random any context``, the AUC of the pooled scores: a score whose level drifts from
-context to context loses there, not within a context).
+context to context loses there, not within a context). For a sanity benchmark (:mod:`dialeval.benchmarks.sanity`) it
+is, per source and perturbation, how often the original scores above its perturbed copy.
 """
 
 from __future__ import annotations
@@ -114,6 +115,9 @@ def run_benchmark(
     if info.kind == "discrimination":
         return _run_discrimination(scorer, benchmark, split, ds, batch_size=batch_size, n_boot=n_boot,
                                    seed=seed, progress_bar=progress_bar)
+    if info.kind == "sanity":
+        return _run_sanity(scorer, benchmark, split, ds, level=info.level, batch_size=batch_size, n_boot=n_boot,
+                           seed=seed, progress_bar=progress_bar)
     if info.kind != "correlation":
         raise MetricNotApplicable(f"{benchmark} is a {info.kind}, not a human-judgement benchmark")
     if scorer.requires_references and not info.has_references:
@@ -175,17 +179,55 @@ def _run_discrimination(scorer, benchmark, split, ds, *, batch_size, n_boot, see
                            metadata={k: v for k, v in out.metadata.items() if k != "turn_scores"})
 
 
+def _run_sanity(scorer, benchmark, split, ds, *, level, batch_size, n_boot, seed, progress_bar):
+    """Each row's original against each of its perturbed copies: one accuracy row per (source, perturbation)."""
+    if scorer.requires_references:
+        raise MetricNotApplicable(f"metric '{scorer.name}' needs references and {benchmark} has none")
+    n, kinds = len(ds), ds[0]["kinds"] if len(ds) else []
+    for i, row in enumerate(ds):
+        if row["kinds"] != kinds:
+            raise ValueError(f"{benchmark} row {i}: perturbations {row['kinds']}, expected {kinds}")
+    if level == "dialogue":
+        dialogues = [_as_messages(d) for d in ds["dialogue"]]
+        dialogues += [_as_messages(p) for perturbed in ds["perturbed"] for p in perturbed]
+        out = scorer.score_dialogues(dialogues=dialogues, batch_size=batch_size, progress_bar=progress_bar)
+    else:
+        contexts = [_as_messages(c) for c in ds["context"]]
+        out = scorer.score(contexts=contexts + [c for c in contexts for _ in kinds],
+                           responses=list(ds["response"]) + [p for perturbed in ds["perturbed"] for p in perturbed],
+                           batch_size=batch_size, progress_bar=progress_bar)
+    scores = np.asarray(out.scores, dtype=np.float64)
+    original, perturbed = scores[:n], scores[n:].reshape(n, len(kinds))
+    sources = np.asarray(ds["source"])
+    better = "original" if level == "dialogue" else "gold"
+    rows = []
+    for source in dict.fromkeys(ds["source"]):
+        sel = sources == source
+        for k, kind in enumerate(kinds):
+            res = stats.discrimination_accuracy(original[sel], perturbed[sel, k], n_boot=n_boot, seed=seed)
+            rows.append({"metric": scorer.name, "benchmark": benchmark, "aspect": f"{better}>{kind}",
+                         "subset": source, **res})
+    return BenchmarkResult(metric=scorer.name, benchmark=benchmark, split=split, signature=out.signature,
+                           level=level, rows=rows, scores=out.scores, item_ids=list(ds["id"]),
+                           metadata={k: v for k, v in out.metadata.items() if k != "turn_scores"})
+
+
+def comparison(row: dict[str, Any]) -> str:
+    """What a discrimination or sanity row compares, with its source when it is not the pooled set."""
+    return row["aspect"] if row["subset"] == "pooled" else f"{row['subset']}: {row['aspect']}"
+
+
 # -- reporting ----------------------------------------------------------------------------------------------------
 def format_table(rows: list[dict[str, Any]]) -> str:
     """A fixed-width text table of correlation or discrimination rows."""
     if not rows:
         return "(no rows)"
     if "accuracy" in rows[0]:
-        head = f"{'metric':<18} {'benchmark':<16} {'comparison':<34} {'accuracy':>8} {'95% CI':>17} {'pairs':>10}"
+        head = f"{'metric':<18} {'benchmark':<16} {'comparison':<40} {'accuracy':>8} {'95% CI':>17} {'pairs':>10}"
         lines = [head, "-" * len(head)]
         for r in rows:
             ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-            lines.append(f"{r['metric']:<18} {r['benchmark']:<16} {r['aspect']:<34} {r['accuracy']:>8.3f} "
+            lines.append(f"{r['metric']:<18} {r['benchmark']:<16} {comparison(r):<40} {r['accuracy']:>8.3f} "
                          f"{ci:>17} {r['n_pairs']:>10}")
         return "\n".join(lines)
     head = (f"{'metric':<18} {'benchmark':<16} {'subset':<36} {'aspect':<24} {'n':>5} "
@@ -233,8 +275,8 @@ def markdown_report(rows: list[dict[str, Any]]) -> str:
     for bench, items in by_bench.items():
         metrics = list(dict.fromkeys(r["metric"] for r in items))
         if "accuracy" in items[0]:
-            cols = list(dict.fromkeys(r["aspect"] for r in items))
-            cell = {(r["metric"], r["aspect"]): _fmt(r["accuracy"]) for r in items}
+            cols = list(dict.fromkeys(comparison(r) for r in items))
+            cell = {(r["metric"], comparison(r)): _fmt(r["accuracy"]) for r in items}
         else:
             aspects = list(dict.fromkeys(r["aspect"] for r in items))
             if len(aspects) == 1:

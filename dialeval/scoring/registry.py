@@ -17,6 +17,8 @@ METRICS: dict[str, str] = {
     "greedy_matching": "dialeval.baselines.glove:GreedyMatchingScorer",
     "bertscore": "dialeval.baselines.bertscore:BertScoreScorer",
     "context_cosine": "dialeval.baselines.cosine:ContextCosineScorer",
+    "adjacent_cosine": "dialeval.baselines.cosine:AdjacentCosineScorer",
+    "utterance_length": "dialeval.baselines.length:UtteranceLengthScorer",
 }
 
 BASELINES = tuple(METRICS)

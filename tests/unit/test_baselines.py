@@ -284,3 +284,26 @@ def test_context_is_truncated_from_the_left(encoder):
     tail = encoder.tokenizer(recent, add_special_tokens=False)["input_ids"]
     assert len(ids) == encoder.max_length
     assert ids[-1 - len(tail) : -1] == tail
+
+
+# -- length and adjacent-cosine controls ---------------------------------------------------------------------------
+def test_utterance_length_counts_words_of_the_reply_and_of_every_turn():
+    scorer = load_scorer("utterance_length")
+    assert scorer.score(contexts=["a b c d e f", "x"], responses=["one two three", "four"]).scores == [3.0, 1.0]
+    out = scorer.score_dialogues(dialogues=[["a b c d", "e f"], ["one", "two three", "four five six"]])
+    assert out.scores == [3.0, 2.0]  # every turn counts, the first included
+
+
+def test_adjacent_cosine_is_the_cosine_with_the_last_context_turn(encoder):
+    scorer = load_scorer("adjacent_cosine", encoder=encoder)
+    turns = ["Do you have any pets?", "Yes, two dogs.", "What are their names?", "Max and Bella."]
+    vectors = encoder.embed(turns, side="right").double().numpy()
+
+    def cos(i, j):
+        return float(vectors[i] @ vectors[j] / np.linalg.norm(vectors[i]) / np.linalg.norm(vectors[j]))
+
+    turn = scorer.score(contexts=[turns[:2], turns[:3]], responses=[turns[2], turns[3]]).scores
+    assert turn == pytest.approx([cos(1, 2), cos(2, 3)], abs=1e-6)  # the earlier turns play no part
+    dialogue = scorer.score_dialogues(dialogues=[turns]).scores[0]
+    assert dialogue == pytest.approx(np.mean([cos(0, 1), cos(1, 2), cos(2, 3)]), abs=1e-6)
+    assert METRICS["adjacent_cosine"].endswith(":AdjacentCosineScorer") and not scorer.requires_references

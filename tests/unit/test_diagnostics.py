@@ -45,7 +45,8 @@ def _row(aspect, subset, p, s):
 def test_mean_over_sets_leaves_the_pooled_row_out():
     rows = [_row("x", "c/1", 0.2, 0.4), _row("x", "c/2", 0.0, 0.2), _row("x", "pooled", 0.9, 0.9),
             _row("y", "c/1", 0.5, 0.5)]
-    assert mean_over_sets(rows) == {"x": {"mean": pytest.approx(0.2), "sets": 2}, "y": {"mean": 0.5, "sets": 1}}
+    assert mean_over_sets(rows) == {"x": {"mean": pytest.approx(0.2), "spearman": pytest.approx(0.3), "sets": 2},
+                                    "y": {"mean": 0.5, "spearman": 0.5, "sets": 1}}
 
 
 def test_diagnose_turn_and_dialogue_level():
@@ -55,7 +56,8 @@ def test_diagnose_turn_and_dialogue_level():
     assert turn["between_context"] is None  # one context with two replies: too few for a share
     assert turn["length_bias"]["n"] == 3 and turn["length_unit"] == "words per reply"
     assert format_diagnostics("m", "b", turn) == (
-        "m on b: mean over 1 sets 0.300 (x); length bias r=0.24 / rho=0.50 (words per reply)")
+        "m on b: mean over 1 sets 0.300, Spearman within a set 0.400 (x); length bias r=0.24 / rho=0.50 "
+        "(words per reply)")
     many = [[f"context {i}"] for i in range(MIN_SHARED_CONTEXTS) for _ in range(2)]
     offsets = np.repeat(np.arange(MIN_SHARED_CONTEXTS, dtype=float), 2)  # a pure per-context offset
     turn = diagnose(offsets, level="turn", contexts=many, responses=["a reply"] * len(many), rows=[])

@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ...baselines.length import word_count
+
 # (more than this many hits, rank of the negative to take); fewer than 6 hits: the top hit.
 _LEXICAL_RANKS = (
     (500_000, 299_995), (100_000, 69_995), (50_000, 29_995), (10_000, 6_995), (1_000, 695), (500, 195),
@@ -70,14 +72,9 @@ def lexical_rank(n_hits: int) -> int:
     return 0
 
 
-def words(text: str) -> int:
-    """Whitespace words of ``text`` (the length that negatives are matched on)."""
-    return len(text.split())
-
-
 def closest_in_length(candidates: Sequence[str], target: int) -> int:
     """Position of the first candidate whose word count is nearest ``target``."""
-    gaps = [abs(words(c) - target) for c in candidates]
+    gaps = [abs(word_count(c) - target) for c in candidates]
     return gaps.index(min(gaps))
 
 
@@ -102,7 +99,7 @@ def lexical_negatives(queries: list[str], pool: list[str], *, length_window: int
         rank = min(lexical_rank(ranked.size), ranked.size - 1)
         if length_window > 0:
             window = [str(t) for t in pool_arr[ranked[rank:rank + length_window]]]
-            rank += closest_in_length(window, words(query))
+            rank += closest_in_length(window, word_count(query))
         out.append(str(pool_arr[ranked[rank]]))
     return out
 
@@ -129,7 +126,7 @@ def embedding_negatives(
         drawn = np.asarray([j for j in drawn if pool[j] != query])
         sims = (p[torch.as_tensor(drawn)] @ q[i]).numpy()
         best = np.sort(np.argsort(-sims, kind="stable")[:top_k])  # positions in drawing order
-        pick = closest_in_length([pool[int(drawn[b])] for b in best], words(query)) if match_length else 0
+        pick = closest_in_length([pool[int(drawn[b])] for b in best], word_count(query)) if match_length else 0
         out.append(pool[int(drawn[best[pick]])])
     return out
 

@@ -1,0 +1,125 @@
+"""Seeded perturbations of replies and dialogues: the sanity checks a metric must pass (:mod:`.sanity`).
+
+Every function takes the text (or the turn texts) and a ``numpy`` generator and returns the perturbed copy, or
+``None`` when the input cannot be perturbed in that way (too short, nothing that would change). A perturbed copy
+always differs from its input. Words are whitespace-separated tokens, punctuation attached, as a reader sees them.
+
+:class:`SimilarTexts` finds the text of a pool most similar to a query by BM25 (``bm25s``, Lucene variant), leaving
+out texts of the query's own dialogue and texts the caller names: a hard negative that shares the words of the
+gold reply (or of the utterance it replaces) but comes from another conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+#: Share of the words that ``drop_words`` removes (at least one word, and at least one word is kept).
+DROP_SHARE = 0.4
+#: Draws before a shuffle that changes nothing is given up.
+_ATTEMPTS = 16
+
+
+def _same(a: str, b: str) -> bool:
+    return a.strip().lower() == b.strip().lower()
+
+
+def shuffle_words(text: str, rng: np.random.Generator) -> str | None:
+    """The words of ``text`` in a random order; None with fewer than two distinct words."""
+    words = text.split()
+    if len(set(words)) < 2:
+        return None
+    for _ in range(_ATTEMPTS):
+        out = [words[i] for i in rng.permutation(len(words))]
+        if out != words:
+            return " ".join(out)
+    return None
+
+
+def drop_words(text: str, rng: np.random.Generator, share: float = DROP_SHARE) -> str | None:
+    """``text`` without ``round(share * n)`` (at least one) of its ``n`` words, chosen at random, order kept; None
+    when fewer than two words would be left."""
+    words = text.split()
+    k = max(1, round(share * len(words)))
+    if len(words) - k < 2:
+        return None
+    dropped = set(rng.choice(len(words), size=k, replace=False).tolist())
+    return " ".join(w for i, w in enumerate(words) if i not in dropped)
+
+
+def truncate_words(text: str) -> str | None:
+    """The first half of the words of ``text`` (rounded down); None with fewer than four words."""
+    words = text.split()
+    if len(words) < 4:
+        return None
+    return " ".join(words[: len(words) // 2])
+
+
+def shuffle_turns(turns: Sequence[str], rng: np.random.Generator) -> list[str] | None:
+    """The turn texts in a random order (speakers stay with positions); None when no order changes the texts."""
+    turns = list(turns)
+    if len(set(turns)) < 2:
+        return None
+    for _ in range(_ATTEMPTS):
+        out = [turns[i] for i in rng.permutation(len(turns))]
+        if out != turns:
+            return out
+    return None
+
+
+def swap_adjacent(turns: Sequence[str], rng: np.random.Generator) -> list[str] | None:
+    """Two neighbouring turns with different texts swapped, at a random place; None when every neighbour is equal."""
+    places = [i for i in range(len(turns) - 1) if turns[i] != turns[i + 1]]
+    if not places:
+        return None
+    i = places[int(rng.integers(len(places)))]
+    out = list(turns)
+    out[i], out[i + 1] = out[i + 1], out[i]
+    return out
+
+
+def repeat_speaker(turns: Sequence[str], speakers: Sequence[int]) -> list[str] | None:
+    """Every turn of the speaker of the second turn replaced by that speaker's first turn (a system stuck repeating
+    itself); None when the dialogue has fewer than two turns or that speaker never says anything else."""
+    if len(turns) != len(speakers):
+        raise ValueError(f"{len(turns)} turns but {len(speakers)} speakers")
+    if len(turns) < 2:
+        return None
+    who = speakers[1]
+    positions = [i for i, s in enumerate(speakers) if s == who]
+    first = turns[positions[0]]
+    if all(turns[i] == first for i in positions):
+        return None
+    out = list(turns)
+    for i in positions:
+        out[i] = first
+    return out
+
+
+class SimilarTexts:
+    """BM25 over a pool of texts, each owned by a dialogue; :meth:`most_similar` returns the best-scoring text of
+    another dialogue that equals none of the excluded texts (case and surrounding space ignored)."""
+
+    def __init__(self, pool: Sequence[str], owners: Sequence[int]) -> None:
+        import bm25s
+
+        if len(pool) != len(owners):
+            raise ValueError(f"{len(pool)} texts but {len(owners)} owners")
+        self.pool = list(pool)
+        self.owners = np.asarray(owners)
+        self._bm25s = bm25s
+        self._retriever = bm25s.BM25(method="lucene")
+        self._retriever.index(bm25s.tokenize(self.pool, stopwords="en", show_progress=False), show_progress=False)
+
+    def most_similar(self, query: str, *, owner: int, exclude: Sequence[str] = ()) -> str | None:
+        tokens = self._bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)[0]
+        if not tokens:
+            return None
+        scores = self._retriever.get_scores(tokens)
+        hits = np.flatnonzero((scores > 0) & (self.owners != owner))
+        for k in hits[np.lexsort((hits, -scores[hits]))]:  # by score, ties by pool order: deterministic
+            text = self.pool[int(k)]
+            if not any(_same(text, e) for e in (query, *exclude)):
+                return text
+        return None
