@@ -639,3 +639,45 @@ def test_pone_ablation_flags(fixture_data, tmp_path):
     with pytest.raises(ValueError, match="generator"):
         run(PoneTrainingOptions(output_dir=str(tmp_path / "bad2"), augmenter="generate", **base))
 
+
+
+def test_with_corrupted_appends_labelled_negatives_to_every_batch():
+    from dialeval.metrics.bert_ruber.train import batch_dict
+    from dialeval.metrics.pone.train import with_corrupted
+
+    def two_batches(epoch):
+        for b in range(2):
+            yield batch_dict(np.full((4, 3), b), np.full((4, 3), b), np.ones(4, np.float32))
+
+    context, response = np.arange(15, dtype=np.float32).reshape(5, 3), -np.arange(15, dtype=np.float32).reshape(5, 3)
+    batches = list(with_corrupted(two_batches, context, response, batch_size=4, seed=0)(0))
+    assert [len(b["labels"]) for b in batches] == [8, 8]
+    assert all(b["labels"][4:].sum() == 0 and b["labels"][:4].sum() == 4 for b in batches)
+    extra = np.concatenate([b["context"][4:].numpy() for b in batches])
+    rows = [int(r[0]) // 3 for r in extra]
+    assert sorted(rows[:5]) == [0, 1, 2, 3, 4]  # every corrupted copy before any comes twice
+    assert all((b["response"][4:].numpy() == -b["context"][4:].numpy()).all() for b in batches)  # rows stay paired
+
+
+def test_pone_synonym_positives_and_corrupted_negatives(fixture_data, tmp_path):
+    from dialeval.metrics.bert_ruber.train import prepared_pairs
+    from dialeval.metrics.pone.augmentation import read_augmented
+    from dialeval.metrics.pone.eda import tokenize
+    from dialeval.metrics.pone.train import PoneTrainingOptions, run
+
+    out = tmp_path / "pone"
+    opts = PoneTrainingOptions(output_dir=str(out), data_dir=str(fixture_data), max_val_positives=12, epochs=1,
+                               batch_size=8, candidates=10, label_filter=False, eda_operations="synonyms",
+                               corrupted_negatives=1, device="cpu", threads=1, progress_bar=False)
+    summary = run(opts)
+    assert "EDA synonym replacement only" in summary["recipe"] and "1 corrupted negatives" in summary["recipe"]
+    pairs, _ = prepared_pairs(out)
+    owners, texts, _ = read_augmented(out / "augmentation")
+    for owner, text in zip(owners, texts):  # a synonym swapped in, the token count unchanged
+        assert len(tokenize(text)) == len(tokenize(pairs[owner].response)) and text != pairs[owner].response
+    owners, bad, _ = read_augmented(out / "corruption")
+    assert summary["corrupted_negatives"] == len(bad) > 0
+    for owner, text in zip(owners, bad):  # words swapped or deleted, never new ones
+        assert set(tokenize(text)) <= set(tokenize(pairs[owner].response)) and text != pairs[owner].response
+    # the corrupted copies ride along with the positives: they add no steps
+    assert summary["stages"]["single"]["steps"] == (24 + summary["augmented_positives"]) // 8

@@ -29,6 +29,12 @@ class PoneTrainingOptions(HeadTrainingOptions):
     k: int = option(2, min=1, help="Augmented responses per training pair.")
     synonym_threshold: float = option(0.8, help="EDA: min GloVe cosine of a synonym.")
     eda_alpha: float = option(0.1, min=0, help="EDA: share of words edited per operation.")
+    eda_operations: Literal["all", "synonyms"] = option(
+        "all", help="EDA edits that make augmented positives: all four, or synonym replacement only.")
+    corrupted_negatives: int = option(0, min=0, help="Per training pair, N copies of the gold response with words "
+                                                     "swapped and deleted (EDA) as extra negatives, label 0.")
+    corruption_alpha: float = option(0.3, min=0, help="Corrupted negatives: share of words swapped, and chance "
+                                                      "of each word being deleted.")
     candidates: int = option(200, min=1, flag="h", help="Weighted sampling: random candidates per positive (h).")
     temperature: float = option(0.05, flag="t", help="Weighted sampling: softmax temperature (t).")
     uniform_every: int = option(2, min=0, help="Every N-th epoch uses uniform negatives (0: never).")
@@ -46,7 +52,8 @@ class PoneTrainingOptions(HeadTrainingOptions):
     #: What decides the prepared files (pairs, augmented responses): a prepared folder is refused by other values.
     PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = (
         *HeadTrainingOptions.PREPARATION_FIELDS, "augment", "augmenter", "generator", "generator_max_new_tokens",
-        "generator_top_p", "k", "synonym_threshold", "eda_alpha")
+        "generator_top_p", "k", "synonym_threshold", "eda_alpha", "eda_operations", "corrupted_negatives",
+        "corruption_alpha")
 
     def check(self) -> None:
         super().check()

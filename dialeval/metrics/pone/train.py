@@ -13,6 +13,12 @@ PONE trains BERT-RUBER's unreferenced head (``PoneModel``, ReLU + dropout 0.5) w
   ``candidates``, t = ``temperature``); every ``uniform_every``-th epoch uses uniform negatives instead (the released
   ``weight_step``; 0 = never). Without it every negative is uniform.
 
+Two departures of ours, off by default (issue 19: the EDA positives taught the head that scrambled replies are good
+ones): ``eda_operations="synonyms"`` keeps only synonym replacement for the augmented positives, and
+``corrupted_negatives=N`` adds N copies of each gold response with words swapped and deleted (EDA's two
+order-and-content edits, ``corruption_alpha``) as negatives: every batch then also holds ``batch_size`` of them, with
+their pair's context and label 0.
+
 The ablations of the paper remove components (our reading of its names, matched with the released ``run.sh``
 modes): ``PONE-Po-LF`` = no augmentation, no filter, weighted negatives (mode ``en``); ``PONE-Ne-LF`` =
 augmented positives all labelled 1, no filter, uniform negatives (``da_origin``); ``PONE-Ne`` = augmentation + filter,
@@ -80,6 +86,7 @@ from .sampling import WeightedNegativeSampler
 METRIC = "pone"
 LOG_FILE = "log.jsonl"
 AUGMENTATION_DIR = "augmentation"
+CORRUPTION_DIR = "corruption"
 POSITIVES_UNIT = ("positives (real or augmented), each with one sampled negative; a stage-2 batch also holds as many "
                   "relabelled augmented pairs")
 
@@ -99,6 +106,11 @@ def recipe_text(opts: PoneTrainingOptions, n_pairs: int) -> str:
     if opts.label_filter:
         parts.append(f"label filter f={opts.fuzzy_threshold} {opts.fuzzy_process} every {opts.relabel_every} epochs, "
                      f"<= {opts.max_filter_rounds} rounds")
+    if opts.augment and opts.augmenter == "eda" and opts.eda_operations != "all":
+        parts.append("EDA synonym replacement only")
+    if opts.corrupted_negatives:
+        parts.append(f"{opts.corrupted_negatives} corrupted negatives each (EDA swap + deletion, "
+                     f"alpha {opts.corruption_alpha})")
     if opts.weighted_negatives:
         parts.append(f"weighted negatives h={opts.candidates} t={opts.temperature}"
                      + (f", uniform every {opts.uniform_every} epochs" if opts.uniform_every else ""))
@@ -109,12 +121,16 @@ def recipe_text(opts: PoneTrainingOptions, n_pairs: int) -> str:
 
 def _augmenter(opts: PoneTrainingOptions):
     if opts.augmenter == "eda":
-        from .eda import EdaAugmenter, GloveSynonyms
+        from .eda import OPERATIONS, EdaAugmenter, GloveSynonyms
 
+        operations = OPERATIONS if opts.eda_operations == "all" else ("synonym_replacement",)
         eda = EdaAugmenter(GloveSynonyms(threshold=opts.synonym_threshold), alpha_sr=opts.eda_alpha,
-                           alpha_ri=opts.eda_alpha, alpha_rs=opts.eda_alpha, p_rd=opts.eda_alpha, seed=opts.seed)
+                           alpha_ri=opts.eda_alpha, alpha_rs=opts.eda_alpha, p_rd=opts.eda_alpha,
+                           operations=operations, seed=opts.seed)
         meta = {"augmenter": "eda", "seed": opts.seed, "synonym_threshold": opts.synonym_threshold,
                 "alpha": opts.eda_alpha}
+        if opts.eda_operations != "all":  # folders made before the option existed keep their meta
+            meta["operations"] = list(operations)
         return eda_augment(eda), meta
     from .generation import GenerationAugmenter
 
@@ -123,6 +139,35 @@ def _augmenter(opts: PoneTrainingOptions):
     meta = {"augmenter": "generate", "model": str(opts.generator), "seed": opts.seed,
             "max_new_tokens": opts.generator_max_new_tokens, "top_p": opts.generator_top_p}
     return generation_augment(gen), meta
+
+
+def _corrupter(opts: PoneTrainingOptions):
+    """EDA's random swap and random deletion at ``corruption_alpha`` (neither looks up a synonym: GloVe stays
+    unloaded)."""
+    from .eda import EdaAugmenter, GloveSynonyms
+
+    operations = ("random_swap", "random_deletion")
+    eda = EdaAugmenter(GloveSynonyms(), alpha_rs=opts.corruption_alpha, p_rd=opts.corruption_alpha,
+                       operations=operations, seed=opts.seed + 1)
+    meta = {"augmenter": "eda-corruption", "seed": opts.seed + 1, "alpha": opts.corruption_alpha,
+            "operations": list(operations)}
+    return eda_augment(eda), meta
+
+
+def with_corrupted(epoch_batches, context: np.ndarray, response: np.ndarray, *, batch_size: int, seed: int):
+    """``epoch_batches`` with ``batch_size`` corrupted copies (``context``/``response`` rows, label 0) appended to
+    every batch, in a seeded order per epoch that cycles through all of them."""
+    import torch
+
+    def batches(epoch: int):
+        order = np.random.default_rng([seed, 4, epoch]).permutation(len(context))
+        zeros = np.zeros(batch_size, dtype=np.float32)
+        for b, batch in enumerate(epoch_batches(epoch)):
+            pick = order[(b * batch_size + np.arange(batch_size)) % len(order)]
+            extra = batch_dict(context[pick], response[pick], zeros)
+            yield {key: torch.cat([batch[key], extra[key]]) for key in batch}
+
+    return batches
 
 
 def _log(out: Path, record: dict) -> None:
@@ -141,6 +186,11 @@ def prepare(opts: PoneTrainingOptions) -> dict:
         augment_pairs(train_pairs, augment, k=opts.k, folder=out / AUGMENTATION_DIR, meta=meta,
                       progress_bar=opts.progress_bar)
         files += [f"{AUGMENTATION_DIR}/{DONE_FILE}", f"{AUGMENTATION_DIR}/{META_FILE}"]
+    if opts.corrupted_negatives:
+        corrupt, meta = _corrupter(opts)
+        augment_pairs(train_pairs, corrupt, k=opts.corrupted_negatives, folder=out / CORRUPTION_DIR, meta=meta,
+                      progress_bar=opts.progress_bar)
+        files += [f"{CORRUPTION_DIR}/{DONE_FILE}", f"{CORRUPTION_DIR}/{META_FILE}"]
     return write_manifest(out, metric=METRIC, options=opts, files=files, data_dir=data_dir, data_files=data_files)
 
 
@@ -161,9 +211,12 @@ def run(opts: PoneTrainingOptions) -> dict:
     if opts.augment:
         owners, aug_texts, aug_stats = read_augmented(out / AUGMENTATION_DIR)
         del aug_stats["seconds_this_run"]
+    bad_owners, bad_texts = np.zeros(0, dtype=np.int64), []
+    if opts.corrupted_negatives:
+        bad_owners, bad_texts, _ = read_augmented(out / CORRUPTION_DIR)
     emb = run_embeddings(opts, out, encoder)
     contexts, responses = pair_texts(train_pairs + val_pairs, opts.context_turns)
-    emb.encode(contexts, responses + aug_texts, progress_bar=opts.progress_bar)
+    emb.encode(contexts, responses + aug_texts + bad_texts, progress_bar=opts.progress_bar)
     data = build_head_data(train_pairs, val_pairs, emb, context_turns=opts.context_turns, seed=opts.seed)
     encode_seconds = time.perf_counter() - began
 
@@ -171,6 +224,12 @@ def run(opts: PoneTrainingOptions) -> dict:
     aug_response = emb.responses.vectors(aug_texts) if aug_texts else np.zeros((0, data.dim), np.float32)
     aug_gold = data.train_gold[owners]
     pool_size = len(data.pool)
+
+    def corrupted(epoch_batches):
+        if not bad_texts:
+            return epoch_batches
+        return with_corrupted(epoch_batches, data.train_context[bad_owners], emb.responses.vectors(bad_texts),
+                              batch_size=opts.batch_size, seed=opts.seed)
     sampler = WeightedNegativeSampler(data.pool, candidates=opts.candidates, temperature=opts.temperature)
 
     def negatives(weighted: bool):
@@ -193,7 +252,8 @@ def run(opts: PoneTrainingOptions) -> dict:
     batches, n_batches = positive_negative_batches(
         data, context=context, response=response, gold=gold, batch_size=opts.batch_size, seed=opts.seed,
         negatives=negatives(opts.weighted_negatives and not opts.label_filter))
-    result = train_head(model, opts, out=first_out, data=data, epoch_batches=batches, batches_per_epoch=n_batches,
+    result = train_head(model, opts, out=first_out, data=data, epoch_batches=corrupted(batches),
+                        batches_per_epoch=n_batches,
                         epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay,
                         started=t0)
     stages[first] = _stage_summary(result, opts.selection)
@@ -252,7 +312,8 @@ def run(opts: PoneTrainingOptions) -> dict:
                 yield batch_dict(np.concatenate(parts_c), np.concatenate(parts_r), np.concatenate(parts_y))
 
         # the relabelling rounds run inside stage2_batches and read `model`: batches are built in this process
-        result = train_head(model, opts, out=out, data=data, epoch_batches=stage2_batches, batches_per_epoch=n // bsz,
+        result = train_head(model, opts, out=out, data=data, epoch_batches=corrupted(stage2_batches),
+                            batches_per_epoch=n // bsz,
                             epochs=opts.stage2_epochs, learning_rate=opts.stage2_learning_rate,
                             weight_decay=opts.stage2_weight_decay, started=t0, dataloader_workers=0)
         stages["stage2"] = _stage_summary(result, opts.selection)
@@ -265,6 +326,7 @@ def run(opts: PoneTrainingOptions) -> dict:
     summary = {
         "finished": True, "metric": METRIC, "variant": variant_name(opts), "recipe": recipe,
         "train_positives": len(train_pairs), "augmented_positives": len(aug_texts), "augmentation": aug_stats,
+        "corrupted_negatives": len(bad_texts),
         "distinct_train_responses": pool_size, "validation_positives": len(val_pairs), "stages": stages,
         "label_filter_rounds": filter_rounds, f"best_{opts.selection}": result.best_metric,
         "best_step": result.best_step,
