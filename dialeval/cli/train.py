@@ -39,7 +39,8 @@ def _grade_line(opts: GradeTrainingOptions, s: dict) -> str:
 
 
 def _dynaeval_line(opts: DynaEvalTrainingOptions, s: dict) -> str:
-    test = f"; test pair accuracy {s['test_pair_accuracy']:.4f}" if "test_pair_accuracy" in s else ""
+    test = (f"; test pair accuracy {s['test_pair_accuracy']:.4f} (adjacent cosine, untrained: "
+            f"{s['test_adjacent_cosine_pair_accuracy']:.4f})" if "test_pair_accuracy" in s else "")
     return (f"best validation pair accuracy {s['best_val_pair_accuracy']:.4f} at step {s['best_step']} of "
             f"{s['steps']}{test}; {_checkpoint(opts)}")
 

@@ -18,10 +18,13 @@ from dialeval.metrics.dynaeval.data import (
     build_pairs,
     dialogue_rng,
     filter_dialogues,
+    nearest_texts,
     perturb_dialogue,
     replace_utterance,
+    replace_with_similar,
     shuffle_speaker,
     subsample,
+    swap_neighbours,
 )
 from dialeval.schema import InputError
 from dialeval.modeling.dynaeval import DynaEvalConfig, DynaEvalModel, WeightedRGCNConv, WindowEdgeAttention
@@ -110,9 +113,33 @@ def test_perturb_dialogue_gives_distinct_perturbations_split_over_strategies():
     kinds = Counter(k for k, _ in out)
     assert kinds["ur"] == 4 and 1 <= kinds["ss"] <= 3  # 5 utterances: few distinct speaker shuffles exist
     assert len({d for _, d in out}) == len(out) and enc[1] not in {d for _, d in out}
-    with pytest.raises(ValueError, match="unknown perturbation"):
+    with pytest.raises(ValueError, match="distinct names among ur, ss, hr, sw"):
         perturb_dialogue(enc[1], pool=pool, owner=owner, me=1, texts=texts, n=2, rng=dialogue_rng(0, "t", 1),
                          strategies=("ur", "xx"))
+
+
+def test_hard_replacement_and_swap():
+    enc, texts = _encoded(DIALOGUES[:6])
+    vectors = np.random.default_rng(0).normal(size=(len(texts), 8))
+    neighbours = nearest_texts(vectors, 3)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    sims = unit @ unit.T
+    np.fill_diagonal(sims, -np.inf)
+    assert neighbours.tolist() == np.argsort(-sims, axis=1, kind="stable")[:, :3].tolist()
+    assert nearest_texts(vectors[:2], 5).shape == (2, 1)
+    dialogue = enc[0]
+    for seed in range(20):
+        new = replace_with_similar(dialogue, neighbours, texts, dialogue_rng(seed, "t", 0))
+        changed = [i for i in range(len(dialogue)) if new[i] != dialogue[i]]
+        assert len(changed) == 1 and new[changed[0]] in neighbours[dialogue[changed[0]]]
+        assert texts[new[changed[0]]] not in {texts[t] for t in dialogue}
+        swapped = swap_neighbours(dialogue, texts, dialogue_rng(seed, "t", 0))
+        i = next(k for k in range(len(dialogue)) if swapped[k] != dialogue[k])
+        assert swapped[i:i + 2] == (dialogue[i + 1], dialogue[i]) and swapped[i + 2:] == dialogue[i + 2:]
+    assert swap_neighbours((0, 0, 0), ["x"], dialogue_rng(0, "t", 0)) is None
+    with pytest.raises(ValueError, match="neighbours"):
+        perturb_dialogue(enc[1], pool=[0], owner=[0], me=1, texts=texts, n=2, rng=dialogue_rng(0, "t", 1),
+                         strategies=("hr",))
 
 
 def test_build_pairs_is_deterministic_and_labels_the_original(tmp_path):
@@ -312,6 +339,8 @@ def test_training_writes_a_small_best_checkpoint_and_logs(trained):
     assert summary["corpus"]["train"]["kept_4_to_30"] == 12 and summary["corpus"]["train"]["used"] == 12
     assert summary["embeddings"]["encoded"] == summary["unique_texts"]
     assert 0.0 <= summary["test_pair_accuracy"] <= 1.0
+    assert set(summary["pairs_by_kind"]["train"]) >= {"ur", "ss"} and summary["pairs_by_kind"]["train"]["hr"] == 0
+    assert 0.5 < summary["test_adjacent_cosine_pair_accuracy_ur"] <= 1.0  # random replacements: easy for a cosine
     best = out / "best"
     files = {p.name: p for p in best.iterdir()}
     assert set(files) == {"config.json", "model.safetensors", "modeling_dynaeval.py", "configuration_dynaeval.py"}
@@ -328,6 +357,24 @@ def test_training_writes_a_small_best_checkpoint_and_logs(trained):
     assert lrs == pytest.approx([0.001, 0.0005])  # 0.002 halved at the end of every epoch
     for name in ("chunk_00000.npy", "chunk_00000.json", "meta.json"):  # the backbone EmbeddingStore
         assert (out / "embeddings" / name).exists()
+
+
+def test_preparation_with_the_hard_strategies(tmp_path):
+    from dialeval.metrics.dynaeval.train import DynaEvalTrainingOptions, pairs_file, run
+
+    data = _write_fixture(tmp_path / "data")
+    out = tmp_path / "run"
+    opts = DynaEvalTrainingOptions(output_dir=str(out), data_dir=str(data), perturbations=4, strategies="hr,sw",
+                                   similar_top_k=2, prepare_only=True, device="cpu")
+    run(opts)
+    pairs = PairSet.load(out / pairs_file("train"))
+    assert {p.kind for p in pairs.pairs} == {"hr", "sw"}
+    for p in pairs.pairs:
+        changed = [i for i in range(len(p.original)) if p.original[i] != p.perturbed[i]]
+        assert len(changed) == (1 if p.kind == "hr" else 2)
+    assert (out / "embeddings" / "meta.json").exists()  # the neighbours' embeddings, kept for training
+    with pytest.raises(ValueError, match="--strategies"):
+        run(DynaEvalTrainingOptions(output_dir=str(tmp_path / "bad"), data_dir=str(data), strategies="ur,zz"))
 
 
 def test_training_resumes_without_recomputing(trained):
@@ -474,13 +521,14 @@ def test_cli_train_dynaeval_passes_options(monkeypatch, tmp_path):
 
     def fake_run(opts):
         seen["opts"] = opts
-        return {"best_val_pair_accuracy": 0.9, "best_step": 10, "steps": 20, "test_pair_accuracy": 0.8}
+        return {"best_val_pair_accuracy": 0.9, "best_step": 10, "steps": 20, "test_pair_accuracy": 0.8,
+                "test_adjacent_cosine_pair_accuracy": 0.7}
 
     monkeypatch.setattr(train_module, "run", fake_run)
     res = CliRunner().invoke(app, ["train", "dynaeval", "--output-dir", str(tmp_path), "--max-dialogues", "0",
                                    "--max-test-dialogues", "-1", "--perturbations", "4", "--learning-rate", "0.01",
                                    "--window-past", "2", "--window-future", "2", "--eval-every", "5", "--device",
-                                   "cpu"])
+                                   "cpu", "--strategies", "ur,hr"])
     assert res.exit_code == 0, res.output
     opts = seen["opts"]
     assert (opts.max_dialogues, opts.max_test_dialogues, opts.perturbations) == (0, -1, 4)
@@ -488,4 +536,5 @@ def test_cli_train_dynaeval_passes_options(monkeypatch, tmp_path):
     assert limits == {"train": None, "validation": 500, "test": 0}
     assert opts.learning_rate == 0.01 and (opts.window_past, opts.window_future) == (2, 2) and opts.eval_every == 5
     assert opts.max_val_dialogues == 500 and opts.epochs == 2 and opts.batch_size == 128 and opts.threads == 1
-    assert "best validation pair accuracy 0.9000" in res.output
+    assert "best validation pair accuracy 0.9000" in res.output and "(adjacent cosine, untrained: 0.7000)" in res.output
+    assert opts.strategy_list == ("ur", "hr") and opts.similar_top_k == 10

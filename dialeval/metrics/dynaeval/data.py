@@ -10,8 +10,16 @@ paper:
 * **SS** (speaker-level utterance shuffling): the utterances of one speaker are shuffled among that speaker's
   positions; the other speaker's utterances stay where they are. Only shuffles that change the text sequence count.
 
-Each dialogue yields up to ``perturbations`` distinct perturbed copies, half UR, half SS (UR gets the odd one); a
-dialogue whose SS variants run out (e.g. 4 utterances: one alternative per speaker) simply has fewer pairs. Each pair
+Two harder ones of ours (issue 19: with MiniLM, the mean cosine of adjacent utterances alone tells UR and SS copies
+from originals 0.91 / 0.82 of the time, so those pairs teach little that a cosine does not know):
+
+* **HR** (hard replacement): one utterance replaced by one of the ``k`` utterances most similar to it by the
+  encoder's cosine (:func:`nearest_texts`), drawn at random among those that do not occur in the dialogue;
+* **SW** (swap): two neighbouring utterances with different texts swap places.
+
+Each dialogue yields up to ``perturbations`` distinct perturbed copies, split evenly over the strategies in use
+(the earlier ones get the remainder; the paper's UR and SS by default); a dialogue whose SS variants run out (e.g.
+4 utterances: one alternative per speaker) simply has fewer pairs. Each pair
 is stored in a random order with ``label`` = the position (0 or 1) of the original, so both orders occur, as in the
 original's pair files. DailyDialog has no speaker labels: speakers alternate by position (A, B, A, ...), in the
 original and in every perturbed copy.
@@ -31,7 +39,9 @@ import numpy as np
 
 MIN_UTTERANCES = 4
 MAX_UTTERANCES = 30
-STRATEGIES = ("ur", "ss")
+# Stored pair files index this tuple: new strategies go at the end.
+STRATEGIES = ("ur", "ss", "hr", "sw")
+PAPER_STRATEGIES = ("ur", "ss")
 # Draws per wanted perturbation before giving up on finding a new distinct one.
 _ATTEMPTS = 8
 
@@ -94,6 +104,49 @@ def replace_utterance(dialogue: Sequence[int], pool: Sequence[int], owner: Seque
     return None
 
 
+def replace_with_similar(dialogue: Sequence[int], neighbours: np.ndarray, texts: Sequence[str],
+                         rng: np.random.Generator) -> tuple[int, ...] | None:
+    """HR: ``dialogue`` with one random position replaced by one of that utterance's ``neighbours`` (text ids, most
+    similar first) whose text is not in the dialogue. None if every neighbour's text is."""
+    position = int(rng.integers(len(dialogue)))
+    present = {texts[t] for t in dialogue}
+    candidates = [int(t) for t in neighbours[dialogue[position]] if texts[t] not in present]
+    if not candidates:
+        return None
+    out = list(dialogue)
+    out[position] = candidates[int(rng.integers(len(candidates)))]
+    return tuple(out)
+
+
+def swap_neighbours(dialogue: Sequence[int], texts: Sequence[str], rng: np.random.Generator) -> tuple[int, ...] | None:
+    """SW: two neighbouring utterances with different texts swapped, at a random place. None if there is none."""
+    places = [i for i in range(len(dialogue) - 1) if texts[dialogue[i]] != texts[dialogue[i + 1]]]
+    if not places:
+        return None
+    i = places[int(rng.integers(len(places)))]
+    out = list(dialogue)
+    out[i], out[i + 1] = out[i + 1], out[i]
+    return tuple(out)
+
+
+def nearest_texts(vectors: np.ndarray, k: int, chunk: int = 2048) -> np.ndarray:
+    """For each row of ``vectors`` ``[n, dim]``, the ``k`` other rows with the highest cosine, most similar first
+    (``[n, k]`` int64; fewer columns when ``n <= k``). Computed in chunks of rows, ties by row index."""
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    n, k = len(unit), min(k, len(unit) - 1)
+    out = np.zeros((n, max(k, 0)), dtype=np.int64)
+    if k <= 0:
+        return out
+    for start in range(0, n, chunk):
+        sims = unit[start:start + chunk] @ unit.T
+        rows = np.arange(start, min(start + chunk, n))
+        sims[rows - start, rows] = -np.inf  # not itself
+        top = np.argpartition(-sims, k, axis=1)[:, :k]
+        order = np.lexsort((top, -np.take_along_axis(sims, top, axis=1)), axis=1)
+        out[rows] = np.take_along_axis(top, order, axis=1)
+    return out
+
+
 def shuffle_speaker(dialogue: Sequence[int], speakers: Sequence[int], texts: Sequence[str],
                     rng: np.random.Generator) -> tuple[int, ...] | None:
     """SS: the utterances of one randomly chosen speaker permuted among that speaker's positions. None if the chosen
@@ -117,15 +170,23 @@ def shuffle_speaker(dialogue: Sequence[int], speakers: Sequence[int], texts: Seq
     return None
 
 
+def check_strategies(strategies: Sequence[str]) -> None:
+    unknown = sorted(set(strategies) - set(STRATEGIES))
+    if unknown or not strategies or len(set(strategies)) != len(strategies):
+        raise ValueError(f"perturbation strategies must be distinct names among {', '.join(STRATEGIES)}; "
+                         f"got {list(strategies)}")
+
+
 def perturb_dialogue(dialogue: Sequence[int], *, pool: Sequence[int], owner: Sequence[int], me: int,
                      texts: Sequence[str], n: int, rng: np.random.Generator,
-                     strategies: Sequence[str] = STRATEGIES) -> list[tuple[str, tuple[int, ...]]]:
+                     strategies: Sequence[str] = PAPER_STRATEGIES,
+                     neighbours: np.ndarray | None = None) -> list[tuple[str, tuple[int, ...]]]:
     """Up to ``n`` distinct perturbations ``(kind, dialogue)`` of ``dialogue``, split evenly over ``strategies``
     (earlier strategies get the remainder). Distinct means: different text sequences, all different from the
-    original."""
-    unknown = set(strategies) - set(STRATEGIES)
-    if unknown:
-        raise ValueError(f"unknown perturbation strategies {sorted(unknown)}; known: {', '.join(STRATEGIES)}")
+    original. ``neighbours`` (text id -> similar text ids, :func:`nearest_texts`) is needed for ``"hr"``."""
+    check_strategies(strategies)
+    if "hr" in strategies and neighbours is None:
+        raise ValueError("the 'hr' strategy needs the neighbours of every text")
     speakers = alternating_speakers(len(dialogue))
     seen = {tuple(texts[t] for t in dialogue)}
     out: list[tuple[str, tuple[int, ...]]] = []
@@ -136,11 +197,15 @@ def perturb_dialogue(dialogue: Sequence[int], *, pool: Sequence[int], owner: Seq
             tries += 1
             if kind == "ur":
                 new = replace_utterance(dialogue, pool, owner, me, texts, rng)
+            elif kind == "hr":
+                new = replace_with_similar(dialogue, neighbours, texts, rng)
+            elif kind == "sw":
+                new = swap_neighbours(dialogue, texts, rng)
             else:
                 new = shuffle_speaker(dialogue, speakers, texts, rng)
             if new is None:
-                if kind == "ss":
-                    break  # nothing to shuffle in this dialogue
+                if kind in ("ss", "sw"):
+                    break  # nothing to shuffle or swap in this dialogue
                 continue
             key = tuple(texts[t] for t in new)
             if key in seen:
@@ -226,27 +291,35 @@ class PairSet:
         return cls(texts, pairs)
 
 
+def unique_texts(dialogues: Sequence[Sequence[str]]) -> list[str]:
+    """The distinct utterance texts in order of first appearance: the text ids of :func:`build_pairs`."""
+    return list(dict.fromkeys(u for d in dialogues for u in d))
+
+
 def build_pairs(dialogues: Sequence[Sequence[str]], ids: Sequence[str], *, split: str, seed: int,
-                perturbations: int, strategies: Sequence[str] = STRATEGIES) -> PairSet:
+                perturbations: int, strategies: Sequence[str] = PAPER_STRATEGIES,
+                neighbours: np.ndarray | None = None) -> PairSet:
     """Pairs (original, perturbation) for every dialogue of ``dialogues`` (already filtered / subsampled).
 
     The UR pool is every utterance of these dialogues. Text ids index ``PairSet.texts``, the unique utterance texts
-    in order of first appearance.
+    in order of first appearance (:func:`unique_texts`); ``neighbours`` (for ``"hr"``) is indexed by them.
     """
     if len(dialogues) != len(ids):
         raise ValueError(f"{len(dialogues)} dialogues but {len(ids)} ids")
     if perturbations < 1:
         raise ValueError(f"perturbations must be >= 1, got {perturbations}")
-    table: dict[str, int] = {}
-    encoded = [tuple(table.setdefault(u, len(table)) for u in d) for d in dialogues]
-    texts = list(table)
+    texts = unique_texts(dialogues)
+    table = {t: i for i, t in enumerate(texts)}
+    encoded = [tuple(table[u] for u in d) for d in dialogues]
+    if neighbours is not None and len(neighbours) != len(texts):
+        raise ValueError(f"neighbours has {len(neighbours)} rows for {len(texts)} texts")
     pool = [t for d in encoded for t in d]
     owner = [i for i, d in enumerate(encoded) for _ in d]
     pairs = []
     for i, (dialogue, ident) in enumerate(zip(encoded, ids)):
         rng = dialogue_rng(seed, split, i)
         for kind, new in perturb_dialogue(dialogue, pool=pool, owner=owner, me=i, texts=texts, n=perturbations,
-                                          rng=rng, strategies=strategies):
+                                          rng=rng, strategies=strategies, neighbours=neighbours):
             label = int(rng.integers(2))
             a, b = (dialogue, new) if label == 0 else (new, dialogue)
             pairs.append(DialoguePair(ident, kind, a, b, label))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...training.options import TrainingOptions, option
+from ...training.options import TrainingOptions, TrainingOptionsError, option
 
 ALL, NONE = 0, -1  # dialogue limits
 
@@ -23,7 +23,12 @@ class DynaEvalTrainingOptions(TrainingOptions):
                                                  "utterances (0: all, 10,245).")
     max_val_dialogues: int = option(500, min=0, help="Validation dialogues (0: all).")
     max_test_dialogues: int = option(500, min=NONE, help="Test dialogues for the final report (-1: none, 0: all).")
-    perturbations: int = option(20, min=1, help="Perturbed copies per dialogue (half UR, half SS).")
+    perturbations: int = option(20, min=1, help="Perturbed copies per dialogue, split evenly over --strategies.")
+    strategies: str = option("ur,ss", help="Perturbations, comma-separated: ur (random replacement), ss (speaker "
+                                           "shuffle) as the paper; hr (replacement by a similar utterance), sw "
+                                           "(swap of neighbours).")
+    similar_top_k: int = option(10, min=1, help="hr: the replacement is drawn from the k utterances most similar "
+                                                "to the replaced one (encoder cosine).")
     seed: int = 345678
     epochs: int = 2
     batch_size: int = option(128, min=1, help="Pairs (original, perturbation) per step.")
@@ -42,4 +47,17 @@ class DynaEvalTrainingOptions(TrainingOptions):
 
     #: What decides the prepared pairs (``pairs_<split>.npz``): a prepared folder is refused by other values.
     PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed", "perturbations", "max_dialogues", "max_val_dialogues",
-                                                     "max_test_dialogues")
+                                                     "max_test_dialogues", "strategies", "similar_top_k")
+
+    @property
+    def strategy_list(self) -> tuple[str, ...]:
+        return tuple(s.strip() for s in self.strategies.split(",") if s.strip())
+
+    def check(self) -> None:
+        super().check()
+        from .data import check_strategies
+
+        try:
+            check_strategies(self.strategy_list)
+        except ValueError as err:
+            raise TrainingOptionsError(f"--strategies: {err}") from None

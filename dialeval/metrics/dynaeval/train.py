@@ -6,7 +6,9 @@ Steps:
    ``max_val_dialogues`` / ``max_test_dialogues`` (seeded), and up to ``perturbations`` UR / SS perturbations each
    (:mod:`~dialeval.metrics.dynaeval.data`), written as ``pairs_<split>.npz`` (texts once, pairs as text ids; 3.7 MB
    for the three splits at the defaults) with ``corpus_stats.json``, then the manifest ``prepared.json``
-   (:mod:`dialeval.training.prepared`), last. A run folder that has a manifest is trained from, on any machine:
+   (:mod:`dialeval.training.prepared`), last. The ``hr`` strategy needs every utterance's nearest neighbours by the
+   encoder's cosine: with it, preparation also encodes the utterances (into the cache of step 2, which training then
+   reuses). A run folder that has a manifest is trained from, on any machine:
    nothing reads the data directory or imports ``datasets`` again; a folder prepared with other values of
    :attr:`~.options.DynaEvalTrainingOptions.PREPARATION_FIELDS` is refused with one line naming them.
 2. One embedding per unique utterance text with the frozen encoder (masked mean pooling) on the training device,
@@ -23,7 +25,9 @@ Steps:
    ``--dataloader-workers`` runs it beside training; ``--max-minutes`` stops with the state saved (exit 3) and the
    same command resumes.
 4. The best checkpoint's pairwise accuracy on the test pairs, in ``summary.json`` (with the training device and the
-   number of pairs seen).
+   number of pairs seen), beside the accuracy of the untrained baseline on the same pairs: the mean cosine of
+   adjacent utterances (``test_adjacent_cosine_*``). A perturbation that the baseline already spots is one the
+   model need not learn anything to pass.
 
 Defaults (every train dialogue, 20 perturbations: ~185k training pairs, ~78k unique utterances to encode) fit about
 25 minutes on a 2-core CPU with one torch thread: ~5 min of encoding, ~9 min per epoch.
@@ -58,7 +62,9 @@ from .data import (
     PairSet,
     build_pairs,
     filter_dialogues,
+    nearest_texts,
     subsample,
+    unique_texts,
 )
 from .options import DynaEvalTrainingOptions, dialogue_limit
 
@@ -89,6 +95,10 @@ def prepare(opts: DynaEvalTrainingOptions) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     data_dir = resolve_data_dir(opts.data_dir)
     files, data_files, stats = [CORPUS_STATS_FILE], [], {}
+    store = None
+    if "hr" in opts.strategy_list:  # the neighbours come from the encoder: its embeddings are cached for training
+        encoder = Encoder(device=training_device(opts.device), max_length=opts.max_utterance_tokens)
+        store = EmbeddingStore(out / EMBEDDINGS_DIR, encoder, batch_size=opts.encode_batch_size)
     for split, limit in split_limits(opts).items():
         pairs = PairSet([], [])
         if limit != 0:
@@ -96,11 +106,18 @@ def prepare(opts: DynaEvalTrainingOptions) -> dict:
             data_files.append(DD_SPLITS[split])
             dialogues, ids = list(ds["utterances"]), list(ds["dialogue_id"])
             kept = filter_dialogues(dialogues)
-            chosen = subsample(kept, limit, seed=opts.seed, split=split)
-            pairs = build_pairs([dialogues[i] for i in chosen], [ids[i] for i in chosen], split=split,
-                                seed=opts.seed, perturbations=opts.perturbations)
+            picked = subsample(kept, limit, seed=opts.seed, split=split)
+            chosen = [dialogues[i] for i in picked]
+            neighbours = None
+            if store is not None:
+                texts = unique_texts(chosen)
+                store.ensure(texts, desc=f"{split} utterance")
+                neighbours = nearest_texts(store.vectors(texts), opts.similar_top_k)
+            pairs = build_pairs(chosen, [ids[i] for i in picked], split=split, seed=opts.seed,
+                                perturbations=opts.perturbations, strategies=opts.strategy_list,
+                                neighbours=neighbours)
             stats[split] = {"dialogues": len(dialogues), "kept_4_to_30": len(kept), "used": len(chosen),
-                            "utterances": sum(len(dialogues[i]) for i in chosen), "unique_texts": len(pairs.texts)}
+                            "utterances": sum(len(d) for d in chosen), "unique_texts": len(pairs.texts)}
         if split in ("train", "validation") and not pairs.pairs:
             raise ValueError(f"no {split} pairs: check the data directory ({data_dir}) and the dialogue limits")
         pairs.save(out / pairs_file(split))
@@ -160,6 +177,25 @@ def evaluate_pairs(model, batcher: PairBatcher, pairs: list[DialoguePair], chunk
         if sel.any():
             out[f"pair_accuracy_{kind}"] = float(win[sel].mean())
     return out
+
+
+def adjacent_cosine_accuracy(batcher: PairBatcher, pairs: list[DialoguePair]) -> dict[str, float]:
+    """The mean cosine of adjacent utterances as the score: how often the original beats its perturbation (ties
+    count one half), overall and per kind, in the keys of :func:`evaluate_pairs`."""
+    if not pairs:
+        return {}
+    unit = torch.nn.functional.normalize(batcher.vectors.double(), dim=1)
+
+    def coherence(dialogue: tuple[int, ...]) -> float:
+        rows = unit[torch.from_numpy(batcher.rows[np.asarray(dialogue, dtype=np.int64)])]
+        return float((rows[:-1] * rows[1:]).sum(dim=1).mean())
+
+    original = np.array([coherence(p.original) for p in pairs])
+    perturbed = np.array([coherence(p.perturbed) for p in pairs])
+    win = (original > perturbed) + 0.5 * (original == perturbed)
+    kinds = np.array([p.kind for p in pairs])
+    return {"pair_accuracy": float(win.mean()),
+            **{f"pair_accuracy_{k}": float(win[kinds == k].mean()) for k in STRATEGIES if (kinds == k).any()}}
 
 
 def build_model(opts: DynaEvalTrainingOptions, encoder: Encoder):
@@ -249,6 +285,8 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
 
         best = load_pretrained(DynaEvalModel, out / "best", dtype=torch.float32).to(device)
         test = {f"test_{k}": v for k, v in evaluate_pairs(best, batchers["test"], sets["test"].pairs).items()}
+        test.update({f"test_adjacent_cosine_{k}": v
+                     for k, v in adjacent_cosine_accuracy(batchers["test"], sets["test"].pairs).items()})
     summary = {
         "finished": True,
         "pairs": {split: len(sets[split].pairs) for split in SPLITS},
