@@ -10,6 +10,9 @@
   (Pearson + Spearman) / 2, the figure the GRADE paper reports across its evaluation sets, and the mean Spearman
   within a set. On FED the subsets are the systems (Human, Meena, Mitsuku): a pooled correlation there can come
   from telling the systems apart, the within-system mean cannot.
+- **Systems apart**: on a benchmark with two to four subsets (FED's systems), for each pair of subsets ordered by
+  their mean human rating, the AUC of the metric's scores (how often an item of the better-rated subset scores
+  above one of the other), beside the same AUC of the human ratings.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from ..baselines.length import word_count
+from .stats import auc
 
 #: Contexts with several replies that a benchmark needs for its between-context share to be printed (FED's turn
 #: level has one such context, whose share is 0 by construction).
@@ -72,10 +76,34 @@ def mean_over_sets(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+#: Subsets a benchmark may have for the pairwise "systems apart" AUCs to be printed.
+MAX_SYSTEMS = 4
+
+
+def systems_apart(scores: Sequence[float], subsets: Sequence[str], human: Sequence[float | None]
+                  ) -> list[dict[str, Any]] | None:
+    """For each pair of subsets, the better-rated first (mean human rating), the AUC of the scores and of the
+    human ratings over the items with a rating; None unless there are 2 to :data:`MAX_SYSTEMS` subsets."""
+    if not (len(scores) == len(subsets) == len(human)):
+        raise ValueError(f"{len(scores)} scores, {len(subsets)} subsets, {len(human)} human ratings")
+    rated = [i for i, h in enumerate(human) if h is not None]
+    names = list(dict.fromkeys(subsets[i] for i in rated))
+    if not 2 <= len(names) <= MAX_SYSTEMS:
+        return None
+    x, h = np.asarray(scores, dtype=np.float64), np.asarray([np.nan if v is None else v for v in human])
+    members = {n: np.array([i for i in rated if subsets[i] == n]) for n in names}
+    names.sort(key=lambda n: -h[members[n]].mean())
+    return [{"higher": a, "lower": b, "auc": auc(x[members[a]], x[members[b]]),
+             "human_auc": auc(h[members[a]], h[members[b]])}
+            for k, a in enumerate(names) for b in names[k + 1:]]
+
+
 def diagnose(scores: Sequence[float], *, level: str, contexts: Sequence[Sequence[str]],
-             responses: Sequence[str] | None, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The three figures for one benchmark run: turn level from (context turns, response), dialogue level from
-    the dialogues' turns (no between-context share: every dialogue is its own context)."""
+             responses: Sequence[str] | None, rows: Sequence[dict[str, Any]],
+             subsets: Sequence[str] | None = None, human: Sequence[float | None] | None = None) -> dict[str, Any]:
+    """The figures for one benchmark run: turn level from (context turns, response), dialogue level from the
+    dialogues' turns (no between-context share: every dialogue is its own context); the systems-apart AUCs when
+    ``subsets`` and the ``human`` ratings of the main aspect are given."""
     if level == "dialogue":
         lengths = [np.mean([word_count(t) for t in turns]) if len(turns) else 0.0 for turns in contexts]
         share = None
@@ -84,9 +112,10 @@ def diagnose(scores: Sequence[float], *, level: str, contexts: Sequence[Sequence
             raise ValueError("turn-level diagnostics need the responses")
         lengths = [word_count(r) for r in responses]
         share = between_context_share(scores, [tuple(turns) for turns in contexts], min_contexts=MIN_SHARED_CONTEXTS)
+    apart = None if subsets is None or human is None else systems_apart(scores, subsets, human)
     return {"between_context": share, "length_bias": length_bias(scores, lengths),
             "length_unit": "mean words per turn" if level == "dialogue" else "words per reply",
-            "mean_over_sets": mean_over_sets(rows)}
+            "mean_over_sets": mean_over_sets(rows), "systems_apart": apart}
 
 
 def format_diagnostics(metric: str, benchmark: str, diagnostics: dict[str, Any]) -> str:
@@ -94,11 +123,15 @@ def format_diagnostics(metric: str, benchmark: str, diagnostics: dict[str, Any])
     (coherence); between-context share 0.64 (300 contexts); length bias r=0.12 / rho=0.10 (words per reply)``."""
     parts = []
     for aspect, m in diagnostics["mean_over_sets"].items():
-        parts.append(f"mean over {m['sets']} sets {m['mean']:.3f}, Spearman within a set {m['spearman']:.3f} ({aspect})")
+        parts.append(f"mean over {m['sets']} sets {m['mean']:.3f}, Spearman within a set {m['spearman']:.3f} "
+                     f"({aspect})")
     share = diagnostics["between_context"]
     if share is not None:
         parts.append(f"between-context share {share['share']:.2f} ({share['contexts']} contexts, "
                      f"{share['items']} replies)")
     bias = diagnostics["length_bias"]
     parts.append(f"length bias r={bias['pearson']:.2f} / rho={bias['spearman']:.2f} ({diagnostics['length_unit']})")
+    if diagnostics.get("systems_apart"):
+        parts.append("AUC " + ", ".join(f"{a['higher']}>{a['lower']} {a['auc']:.2f} (humans {a['human_auc']:.2f})"
+                                        for a in diagnostics["systems_apart"]))
     return f"{metric} on {benchmark}: " + "; ".join(parts)

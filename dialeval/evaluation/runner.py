@@ -134,8 +134,10 @@ def run_benchmark(
     for r in rows:
         r.update(metric=scorer.name, benchmark=benchmark)
     turns = [[t["text"] for t in c] for c in ds["context"]]
+    main = info.default_aspect if info.default_aspect in chosen else chosen[0]
     diagnostics = diagnose(scores, level=info.level, contexts=turns,
-                           responses=None if info.level == "dialogue" else list(ds["response"]), rows=rows)
+                           responses=None if info.level == "dialogue" else list(ds["response"]), rows=rows,
+                           subsets=list(ds["subset"]), human=[h[chosen.index(main)] for h in human])
     return BenchmarkResult(
         metric=scorer.name, benchmark=benchmark, split=split, signature=out.signature, level=info.level,
         rows=rows, scores=out.scores, item_ids=list(ds["id"]),

@@ -554,7 +554,7 @@ def discrimination_accuracy(
     return out
 
 
-def _auc(pos: np.ndarray, neg: np.ndarray) -> float:
+def auc(pos: np.ndarray, neg: np.ndarray) -> float:
     """P(a positive scores above a negative), ties 0.5, from the ranks of the pooled scores (Mann-Whitney U)."""
     ranks = sps.rankdata(np.concatenate([pos, neg]))
     return float((ranks[: pos.size].sum() - pos.size * (pos.size + 1) / 2) / (pos.size * neg.size))
@@ -577,9 +577,9 @@ def across_context_auc(
     """
     pos, neg = _context_matrices(positive_scores, negative_scores, n_boot, confidence)
     rng = np.random.default_rng(seed)
-    reps = np.asarray([_auc(pos[idx].ravel(), neg[idx].ravel())
+    reps = np.asarray([auc(pos[idx].ravel(), neg[idx].ravel())
                        for idx in rng.integers(0, len(pos), size=(n_boot, len(pos)))])
     low, high = _percentile_ci(reps, confidence)
-    return {"accuracy": _auc(pos.ravel(), neg.ravel()), "ci_low": low, "ci_high": high,
+    return {"accuracy": auc(pos.ravel(), neg.ravel()), "ci_low": low, "ci_high": high,
             "n_pairs": pos.size * neg.size, "pairwise": None, "pairwise_ci_low": None, "pairwise_ci_high": None,
             "n_pairwise": 0, "n_contexts": len(pos), "n_boot": int(n_boot), "confidence": float(confidence)}

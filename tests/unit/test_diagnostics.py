@@ -12,6 +12,7 @@ from dialeval.evaluation.diagnostics import (
     format_diagnostics,
     length_bias,
     mean_over_sets,
+    systems_apart,
 )
 
 
@@ -75,3 +76,18 @@ def test_between_context_share_needs_enough_shared_contexts():
     scores, contexts = [1, 3, 5, 7, 9], ["a", "a", "b", "b", "c"]
     assert between_context_share(scores, contexts, min_contexts=2)["contexts"] == 2
     assert between_context_share(scores, contexts, min_contexts=3) is None
+
+
+def test_systems_apart_orders_subsets_by_their_human_mean():
+    scores = [0.9, 0.8, 0.1, 0.2, 0.5, 0.5]
+    subsets = ["bot", "bot", "human", "human", "other", "other"]
+    human = [1.0, 2.0, 5.0, 4.0, 3.0, None]
+    apart = systems_apart(scores, subsets, human)
+    assert [(a["higher"], a["lower"]) for a in apart] == [("human", "other"), ("human", "bot"), ("other", "bot")]
+    assert [a["auc"] for a in apart] == [0.0, 0.0, 0.0] and all(a["human_auc"] == 1.0 for a in apart)
+    assert systems_apart([0.1, 0.2], ["a", "a"], [1.0, 2.0]) is None  # one subset: nothing to tell apart
+    line = format_diagnostics("m", "b", diagnose(np.array(scores, dtype=float), level="dialogue",
+                                                 contexts=[["x"]] * 6, responses=None, rows=[], subsets=subsets,
+                                                 human=human))
+    assert line.endswith("AUC human>other 0.00 (humans 1.00), human>bot 0.00 (humans 1.00), other>bot 0.00 "
+                         "(humans 1.00)")
