@@ -10,8 +10,8 @@ Two reports:
 * :func:`detail_table`: Pearson and Spearman with p-values and 95% bootstrap CIs for each metric in each cell (the
   numbers are those the benchmark wrote; nothing is recomputed).
 * :func:`relative_gain_table`: each metric's average of ``(Pearson + Spearman) / 2`` over the cells and its gain
-  relative to a baseline metric, with a paired bootstrap CI (:func:`dialeval.evaluation.stats.relative_average_gain`),
-  recomputed from the per-item scores the JSON files hold.
+  over a baseline metric, in correlation points and relative, with paired bootstrap CIs
+  (:func:`dialeval.evaluation.stats.relative_average_gain`), recomputed from the per-item scores the JSON files hold.
 """
 
 from __future__ import annotations
@@ -135,7 +135,8 @@ def relative_gain_table(index: Results, cells: list[Cell], baseline: str, *,
     names the missing cells instead of an average over fewer sets.
     """
     base = {cell: cell_items(index, baseline, cell) for cell in cells}
-    head = ["metric"] + [str(c) for c in cells] + ["mean", f"gain vs {baseline} [95% CI]", "p (gain <= 0)"]
+    head = ["metric"] + [str(c) for c in cells] + ["mean", f"gain vs {baseline}, points [95% CI]", "relative [95% CI]",
+                                                    "p (gain <= 0)"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---|" * (len(head) - 1)]
     for metric in _metrics(index):
         missing = [str(c) for c in cells if _row(index, metric, c) is None]
@@ -152,9 +153,11 @@ def relative_gain_table(index: Results, cells: list[Cell], baseline: str, *,
                                  "different items")
             triples.append((scores, base_scores, human))
         res = stats.relative_average_gain(triples, n_boot=n_boot, seed=seed)
-        gain = (f"{res['gain']:+.1%} [{res['ci_low']:+.1%}, {res['ci_high']:+.1%}]"
-                if metric != baseline else "(baseline)")
-        p = f"{res['p_bootstrap']:.3f}" if metric != baseline else ""
+        if metric == baseline:
+            gains = ["(baseline)", "", ""]
+        else:
+            gains = [f"{res['difference']:+.3f} [{res['difference_ci_low']:+.3f}, {res['difference_ci_high']:+.3f}]",
+                     f"{res['gain']:+.1%} [{res['ci_low']:+.1%}, {res['ci_high']:+.1%}]", f"{res['p_bootstrap']:.3f}"]
         cells_text = [f"{c['a']:.3f}" for c in res["cells"]]
-        lines.append(f"| {metric} | " + " | ".join(cells_text + [f"{res['mean_a']:.3f}", gain, p]) + " |")
+        lines.append(f"| {metric} | " + " | ".join(cells_text + [f"{res['mean_a']:.3f}", *gains]) + " |")
     return "\n".join(lines) + "\n"

@@ -420,13 +420,15 @@ def relative_average_gain(
 
     ``cells`` holds one ``(scores_a, scores_b, human)`` triple per evaluation set (the items of a set are shared by
     both metrics; sets may differ in size). A set's correlation is ``(Pearson + Spearman) / 2``; the average is
-    the unweighted mean over the sets, and ``gain = (mean_a - mean_b) / |mean_b|`` (NaN when ``mean_b`` is 0).
+    the unweighted mean over the sets, ``difference = mean_a - mean_b`` (the gain in correlation points) and
+    ``gain = difference / |mean_b|`` (relative; NaN when ``mean_b`` is 0).
 
-    Returns ``{"n_cells", "mean_a", "mean_b", "gain", "ci_low", "ci_high", "p_bootstrap", "n_boot",
-    "n_boot_used", "confidence", "cells"}``, ``cells`` listing ``{"n", "a", "b"}`` per set. The CI is a
-    percentile interval of ``gain`` over paired resamples: each set's items are resampled (the same indices for
-    both metrics) with one generator seeded by ``seed``, set after set; ``p_bootstrap`` is the share of kept
-    resamples with ``gain <= 0``, a one-sided p-value for "a's average is higher".
+    Returns ``{"n_cells", "mean_a", "mean_b", "difference", "difference_ci_low", "difference_ci_high", "gain",
+    "ci_low", "ci_high", "p_bootstrap", "n_boot", "n_boot_used", "confidence", "cells"}``, ``cells`` listing
+    ``{"n", "a", "b"}`` per set. The CIs are percentile intervals over paired resamples: each set's items are
+    resampled (the same indices for both metrics) with one generator seeded by ``seed``, set after set;
+    ``p_bootstrap`` is the share of resamples with ``difference <= 0``, a one-sided p-value for "a's average is
+    higher".
     """
     _check_options(n_boot, confidence)
     if not cells:
@@ -450,16 +452,22 @@ def relative_average_gain(
         gain = (mean_a - mean_b) / abs(mean_b) if mean_b != 0 else _NAN
         boot_a, boot_b = np.mean(reps_a, axis=0), np.mean(reps_b, axis=0)
         boot = (boot_a - boot_b) / np.abs(boot_b)
+    difference = boot_a - boot_b
+    difference = difference[np.isfinite(difference)]
     boot = boot[np.isfinite(boot)]
     low, high = _percentile_ci(boot, confidence)
+    d_low, d_high = _percentile_ci(difference, confidence)
     return {
         "n_cells": len(per_cell),
         "mean_a": mean_a,
         "mean_b": mean_b,
+        "difference": mean_a - mean_b,
+        "difference_ci_low": d_low,
+        "difference_ci_high": d_high,
         "gain": float(gain),
         "ci_low": low,
         "ci_high": high,
-        "p_bootstrap": float(np.mean(boot <= 0.0)) if boot.size else _NAN,
+        "p_bootstrap": float(np.mean(difference <= 0.0)) if difference.size else _NAN,
         "n_boot": int(n_boot),
         "n_boot_used": int(boot.size),
         "confidence": float(confidence),

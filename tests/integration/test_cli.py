@@ -146,8 +146,8 @@ def test_report_cells_detail_and_relative_gain(tmp_path):
     gain_lines = {line.split(" | ")[0][2:]: line for line in res.output.splitlines() if line.startswith("| ")}
     assert "(baseline)" in gain_lines["base"]
     assert "no result for usr_topicalchat:pooled:Overall" in gain_lines["partial"]
-    gain = float(gain_lines["better"].split(" | ")[-2].split("%")[0])
-    assert gain > 0
+    points, relative = gain_lines["better"].split(" | ")[-3:-1]
+    assert float(points.split(" ")[0]) > 0 and float(relative.split("%")[0]) > 0
     missing = runner.invoke(app, ["report", str(path), "--cells", "fed_turn,usr_personachat",
                                   "--relative-to", "base"])
     assert missing.exit_code != 0 and "no result of metric 'base'" in _unboxed(missing.output)

@@ -305,12 +305,15 @@ def test_relative_average_gain_matches_scipy_means_and_is_paired() -> None:
     mean_b = np.mean([mean_ps(p, h) for _, p, h in cells])
     assert (res["mean_a"], res["mean_b"]) == pytest.approx((mean_a, mean_b), rel=1e-12)
     assert res["gain"] == pytest.approx((mean_a - mean_b) / abs(mean_b))
+    assert res["difference"] == pytest.approx(mean_a - mean_b)
+    assert res["difference_ci_low"] < res["difference"] < res["difference_ci_high"]
     assert [c["n"] for c in res["cells"]] == [40, 40, 40] and res["n_cells"] == 3
     assert res["ci_low"] < res["gain"] < res["ci_high"] and res["n_boot_used"] == 200
     assert res["p_bootstrap"] < 0.05
     assert res == relative_average_gain([(g, p, h) for g, p, h in cells], n_boot=200, seed=4)
     same = relative_average_gain([(g, g, h) for g, _, h in cells], n_boot=50)
     assert same["gain"] == 0.0 and same["ci_low"] == same["ci_high"] == 0.0  # paired resamples: no spread
+    assert same["difference_ci_low"] == same["difference_ci_high"] == 0.0 and same["p_bootstrap"] == 1.0
 
 
 def test_relative_average_gain_names_the_bad_cell() -> None:
