@@ -18,7 +18,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    from dialeval.benchmarks import benchmark_names
+    from dialeval.benchmarks import GROUPS, benchmark_names
     from dialeval.benchmarks.export import export_all
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=None, help="data directory (default: $DIALEVAL_DATA_DIR or ../shared/data)")
     parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
                         help="benchmarks or groups to export (default: all): " + ", ".join(benchmark_names())
-                        + "; groups fed, usr, rade")
+                        + "; groups " + ", ".join(GROUPS))
     parser.add_argument("--cache-dir", default=None, help="datasets cache for the built benchmarks")
     args = parser.parse_args(argv)
     shown = ["--out", "<dir>"] + (["--only", *args.only] if args.only else [])

@@ -60,11 +60,15 @@ PROVENANCE: dict[str, dict[str, str]] = {
                   "`data/unified_datasets/dailydialog/data.zip` (re-formatted to one JSON line per dialogue)",
         "licence": "CC BY-NC-SA 4.0 (non-commercial)",
     },
+    "sanity": {
+        "source": "built by dialeval (`dialeval.benchmarks.sanity`, seeded) from the DailyDialog and FED files above",
+        "licence": "CC BY-NC-SA 4.0 (from DailyDialog); FED: none stated",
+    },
 }
 
 
 def _family(name: str) -> str:
-    for prefix in ("fed", "usr", "rade"):
+    for prefix in ("fed", "usr", "rade", "sanity"):
         if name.startswith(prefix + "_"):
             return prefix
     return name

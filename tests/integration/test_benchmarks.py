@@ -34,7 +34,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 datasets.disable_progress_bars()
 
 ALL = ["grade_eval", "fed_turn", "fed_dialogue", "usr_topicalchat", "usr_personachat", "rade_chitchat",
-       "rade_emotion", "rade_persona", "dailydialog_pp", "dailydialog"]
+       "rade_emotion", "rade_persona", "dailydialog_pp", "sanity_turn", "sanity_dialogue", "dailydialog"]
 
 
 def _mean(xs):
