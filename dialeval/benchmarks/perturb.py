@@ -15,13 +15,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-#: Share of the words that ``drop_words`` removes (at least one word, and at least one word is kept).
+#: Share of the words that ``drop_words`` removes (at least one word; at least two words are kept).
 DROP_SHARE = 0.4
 #: Draws before a shuffle that changes nothing is given up.
 _ATTEMPTS = 16
 
 
-def _same(a: str, b: str) -> bool:
+def same_text(a: str, b: str) -> bool:
+    """Equal once case and surrounding space are ignored."""
     return a.strip().lower() == b.strip().lower()
 
 
@@ -120,6 +121,6 @@ class SimilarTexts:
         hits = np.flatnonzero((scores > 0) & (self.owners != owner))
         for k in hits[np.lexsort((hits, -scores[hits]))]:  # by score, ties by pool order: deterministic
             text = self.pool[int(k)]
-            if not any(_same(text, e) for e in (query, *exclude)):
+            if not any(same_text(text, e) for e in (query, *exclude)):
                 return text
         return None

@@ -48,6 +48,7 @@ from .perturb import (
     SimilarTexts,
     drop_words,
     repeat_speaker,
+    same_text,
     shuffle_turns,
     shuffle_words,
     swap_adjacent,
@@ -94,19 +95,15 @@ def _turns(texts, speakers) -> list[dict]:
     return [{"speaker": s, "text": t} for s, t in zip(speakers, texts)]
 
 
-def _same(a: str, b: str) -> bool:
-    return a.strip().lower() == b.strip().lower()
-
-
 def _reply_positions(turns: list[str]) -> list[int]:
     return [t for t in range(1, len(turns)) if len(turns[t].split()) >= MIN_WORDS
-            and not any(_same(turns[t], c) for c in turns[:t])]
+            and not any(same_text(turns[t], c) for c in turns[:t])]
 
 
 def _random_turn(pool: list[str], owners: np.ndarray, me: int, exclude: list[str], rng) -> str | None:
     for _ in range(32):
         k = int(rng.integers(len(pool)))
-        if owners[k] != me and not any(_same(pool[k], e) for e in exclude):
+        if owners[k] != me and not any(same_text(pool[k], e) for e in exclude):
             return pool[k]
     return None
 

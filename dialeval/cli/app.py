@@ -255,7 +255,7 @@ def benchmark(
                 not_plotted.extend([drawn.reason] if drawn.reason else [])
     rows = [r for res in results for r in res.rows]
     correlations, accuracies = [r for r in rows if "accuracy" not in r], [r for r in rows if "accuracy" in r]
-    typer.echo("\n\n".join(format_table(part) for part in (correlations, accuracies) if part or not rows))
+    typer.echo("\n\n".join(format_table(part) for part in (correlations, accuracies) if part) or format_table([]))
     diagnosed = [format_diagnostics(res.metric, res.benchmark, res.diagnostics) for res in results if res.diagnostics]
     if diagnosed:
         typer.echo("\n" + "\n".join(diagnosed))
