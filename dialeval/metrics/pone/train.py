@@ -211,12 +211,12 @@ def run(opts: PoneTrainingOptions) -> dict:
     if opts.augment:
         owners, aug_texts, aug_stats = read_augmented(out / AUGMENTATION_DIR)
         del aug_stats["seconds_this_run"]
-    bad_owners, bad_texts = np.zeros(0, dtype=np.int64), []
+    corrupt_owners, corrupt_texts = np.zeros(0, dtype=np.int64), []
     if opts.corrupted_negatives:
-        bad_owners, bad_texts, _ = read_augmented(out / CORRUPTION_DIR)
+        corrupt_owners, corrupt_texts, _ = read_augmented(out / CORRUPTION_DIR)
     emb = run_embeddings(opts, out, encoder)
     contexts, responses = pair_texts(train_pairs + val_pairs, opts.context_turns)
-    emb.encode(contexts, responses + aug_texts + bad_texts, progress_bar=opts.progress_bar)
+    emb.encode(contexts, responses + aug_texts + corrupt_texts, progress_bar=opts.progress_bar)
     data = build_head_data(train_pairs, val_pairs, emb, context_turns=opts.context_turns, seed=opts.seed)
     encode_seconds = time.perf_counter() - began
 
@@ -226,9 +226,9 @@ def run(opts: PoneTrainingOptions) -> dict:
     pool_size = len(data.pool)
 
     def corrupted(epoch_batches):
-        if not bad_texts:
+        if not corrupt_texts:
             return epoch_batches
-        return with_corrupted(epoch_batches, data.train_context[bad_owners], emb.responses.vectors(bad_texts),
+        return with_corrupted(epoch_batches, data.train_context[corrupt_owners], emb.responses.vectors(corrupt_texts),
                               batch_size=opts.batch_size, seed=opts.seed)
     sampler = WeightedNegativeSampler(data.pool, candidates=opts.candidates, temperature=opts.temperature)
 
@@ -326,7 +326,7 @@ def run(opts: PoneTrainingOptions) -> dict:
     summary = {
         "finished": True, "metric": METRIC, "variant": variant_name(opts), "recipe": recipe,
         "train_positives": len(train_pairs), "augmented_positives": len(aug_texts), "augmentation": aug_stats,
-        "corrupted_negatives": len(bad_texts),
+        "corrupted_negatives": len(corrupt_texts),
         "distinct_train_responses": pool_size, "validation_positives": len(val_pairs), "stages": stages,
         "label_filter_rounds": filter_rounds, f"best_{opts.selection}": result.best_metric,
         "best_step": result.best_step,
