@@ -396,6 +396,15 @@ def list_() -> None:
                    f"aspects={','.join(info.aspects) or '-'}")
 
 
+@app.command("evaluate-modules")
+def evaluate_modules() -> None:
+    """Register the metrics' `evaluate` modules, so that evaluate.load("dialeval/<metric>") works offline."""
+    from ..interfaces.evaluate_cache import NAMESPACE, register
+
+    for name, path in register().items():
+        typer.echo(f"evaluate.load(\"{NAMESPACE}/{name}\"): {path}")
+
+
 from .train import train_app  # noqa: E402  (the `dialeval train ...` commands)
 
 app.add_typer(train_app, name="train")

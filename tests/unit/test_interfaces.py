@@ -95,3 +95,38 @@ def test_app_scores_with_the_shipped_checkpoint(monkeypatch):
     direct = dialeval.load_scorer("pone").score(contexts=[["Want lunch?", "Yes!"]], responses=["Pizza?"])
     assert demo.fn("Want lunch?\nYes!", "Pizza?") == f"PONE score: {direct.scores[0]:.4f}\n\n{direct.signature}"
     assert demo.fn("", "Pizza?").startswith("Enter")
+
+
+# -- evaluate.load("dialeval/<m>") offline -------------------------------------------------------------------------
+def test_every_metric_folder_ships_as_an_evaluate_module():
+    from dialeval.interfaces.evaluate_cache import module_names
+
+    folders = sorted(d.name for d in (ROOT / "metrics").iterdir() if (d / f"{d.name}.py").is_file())
+    assert module_names() == folders == ["bert_ruber", "dynaeval", "grade", "pone"]
+
+
+def test_registered_modules_load_by_name_in_a_fresh_offline_process(tmp_path):
+    import json
+    import os
+    import subprocess
+
+    env = dict(os.environ, HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HUB_OFFLINE="1")
+    missing = subprocess.run([sys.executable, "-c", "import evaluate; evaluate.load('dialeval/pone')"], env=env,
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert missing.returncode != 0  # not registered yet: evaluate cannot find it
+    listed = subprocess.run([sys.executable, "-m", "dialeval", "evaluate-modules"], env=env, capture_output=True,
+                            text=True, cwd=tmp_path, check=True).stdout
+    assert 'evaluate.load("dialeval/grade")' in listed and 'evaluate.load("dialeval/pone")' in listed
+    code = ("import evaluate, json, sys, dialeval\n"
+            "out = evaluate.load('dialeval/pone').compute(predictions=['Sure, what time?'], contexts=[['Lunch?']])\n"
+            "direct = dialeval.load_scorer('pone').score(contexts=[['Lunch?']], responses=['Sure, what time?'])\n"
+            "json.dump({'module': out['scores'], 'direct': direct.scores}, open(sys.argv[1], 'w'))\n")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "out.json")], env=env, capture_output=True,
+                   cwd=tmp_path, check=True)
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert result["module"] == result["direct"]
+    from dialeval.errors import UnknownNameError
+    from dialeval.interfaces.evaluate_cache import register
+
+    with pytest.raises(UnknownNameError, match="rouge"):
+        register(["rouge"])
