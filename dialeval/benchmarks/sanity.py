@@ -40,11 +40,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from .common import DialevalBuilder, require_file
-from .dailydialog import DD_SPLITS, iter_dailydialog
-from .fed import SOURCE as FED_SOURCE
-from .fed import load_rows as load_fed_rows
-from .perturb import (
+from ..perturb import (
     SimilarTexts,
     drop_words,
     repeat_speaker,
@@ -54,6 +50,10 @@ from .perturb import (
     swap_adjacent,
     truncate_words,
 )
+from .common import DialevalBuilder, require_file
+from .dailydialog import DD_SPLITS, iter_dailydialog
+from .fed import SOURCE as FED_SOURCE
+from .fed import load_rows as load_fed_rows
 
 TURN_KINDS = ("random", "similar", "shuffled", "dropped", "context_copy", "truncated")
 DIALOGUE_KINDS = ("shuffled", "swapped", "replaced_similar", "repeated")

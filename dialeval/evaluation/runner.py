@@ -53,6 +53,11 @@ class BenchmarkResult:
         return asdict(self)
 
 
+def _result_metadata(out) -> dict[str, Any]:
+    """A scoring call's metadata as a result keeps it: without the per-dialogue turn scores."""
+    return {k: v for k, v in out.metadata.items() if k != "turn_scores"}
+
+
 def _as_messages(context: list[dict]) -> list[dict[str, str]]:
     return [{"role": t["speaker"] or "", "content": t["text"]} for t in context]
 
@@ -142,7 +147,7 @@ def run_benchmark(
         metric=scorer.name, benchmark=benchmark, split=split, signature=out.signature, level=info.level,
         rows=rows, scores=out.scores, item_ids=list(ds["id"]),
         human={a: [h[j] for h in human] for j, a in enumerate(chosen)}, subsets=list(ds["subset"]),
-        metadata={k: v for k, v in out.metadata.items() if k != "turn_scores"}, diagnostics=diagnostics,
+        metadata=_result_metadata(out), diagnostics=diagnostics,
     )
 
 
@@ -178,7 +183,7 @@ def _run_discrimination(scorer, benchmark, split, ds, *, batch_size, n_boot, see
                      "subset": "pooled", **res})
     return BenchmarkResult(metric=scorer.name, benchmark=benchmark, split=split, signature=out.signature,
                            level="turn", rows=rows, scores=out.scores,
-                           metadata={k: v for k, v in out.metadata.items() if k != "turn_scores"})
+                           metadata=_result_metadata(out))
 
 
 def _run_sanity(scorer, benchmark, split, ds, *, level, batch_size, n_boot, seed, progress_bar):
@@ -211,7 +216,7 @@ def _run_sanity(scorer, benchmark, split, ds, *, level, batch_size, n_boot, seed
                          "subset": source, **res})
     return BenchmarkResult(metric=scorer.name, benchmark=benchmark, split=split, signature=out.signature,
                            level=level, rows=rows, scores=out.scores, item_ids=list(ds["id"]),
-                           metadata={k: v for k, v in out.metadata.items() if k != "turn_scores"})
+                           metadata=_result_metadata(out))
 
 
 def comparison(row: dict[str, Any]) -> str:

@@ -12,7 +12,9 @@ from conftest import TINY_DIALOGUES, write_dailydialog
 from dialeval import load_scorer
 from dialeval.benchmarks import benchmark_info, expand_benchmark, load_benchmark
 from dialeval.benchmarks.fed import DIALOGUE_ASPECTS
-from dialeval.benchmarks.perturb import (
+from dialeval.benchmarks.sanity import DIALOGUE_KINDS, TURN_KINDS
+from dialeval.evaluation import run_benchmark
+from dialeval.perturb import (
     SimilarTexts,
     drop_words,
     repeat_speaker,
@@ -21,8 +23,6 @@ from dialeval.benchmarks.perturb import (
     swap_adjacent,
     truncate_words,
 )
-from dialeval.benchmarks.sanity import DIALOGUE_KINDS, TURN_KINDS
-from dialeval.evaluation import run_benchmark
 
 datasets.disable_progress_bars()
 

@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ...perturb import swap_adjacent
+
 MIN_UTTERANCES = 4
 MAX_UTTERANCES = 30
 # Stored pair files index this tuple: new strategies go at the end.
@@ -119,14 +121,10 @@ def replace_with_similar(dialogue: Sequence[int], neighbours: np.ndarray, texts:
 
 
 def swap_neighbours(dialogue: Sequence[int], texts: Sequence[str], rng: np.random.Generator) -> tuple[int, ...] | None:
-    """SW: two neighbouring utterances with different texts swapped, at a random place. None if there is none."""
-    places = [i for i in range(len(dialogue) - 1) if texts[dialogue[i]] != texts[dialogue[i + 1]]]
-    if not places:
-        return None
-    i = places[int(rng.integers(len(places)))]
-    out = list(dialogue)
-    out[i], out[i + 1] = out[i + 1], out[i]
-    return tuple(out)
+    """SW: two neighbouring utterances with different texts swapped, at a random place (the sanity benchmark's
+    :func:`~dialeval.perturb.swap_adjacent`, on text ids). None if there is none."""
+    out = swap_adjacent(dialogue, rng, key=texts.__getitem__)
+    return None if out is None else tuple(out)
 
 
 def nearest_texts(vectors: np.ndarray, k: int, chunk: int = 2048) -> np.ndarray:

@@ -1,4 +1,6 @@
-"""Seeded perturbations of replies and dialogues: the sanity checks a metric must pass (:mod:`.sanity`).
+"""Seeded perturbations of replies and dialogues: the sanity checks a metric must pass
+(:mod:`dialeval.benchmarks.sanity`), and DynaEval's neighbour swaps. A leaf module (numpy; ``bm25s`` only when
+:class:`SimilarTexts` is built), so training code can use it without importing the benchmark builders.
 
 Every function takes the text (or the turn texts) and a ``numpy`` generator and returns the perturbed copy, or
 ``None`` when the input cannot be perturbed in that way (too short, nothing that would change). A perturbed copy
@@ -11,7 +13,8 @@ gold reply (or of the utterance it replaces) but comes from another conversation
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,16 +29,22 @@ def same_text(a: str, b: str) -> bool:
     return a.strip().lower() == b.strip().lower()
 
 
-def shuffle_words(text: str, rng: np.random.Generator) -> str | None:
-    """The words of ``text`` in a random order; None with fewer than two distinct words."""
-    words = text.split()
-    if len(set(words)) < 2:
+def _reordered(items: list, rng: np.random.Generator) -> list | None:
+    """``items`` in a random order that differs from theirs; None with fewer than two distinct items (or when
+    :data:`_ATTEMPTS` draws all gave the same order back)."""
+    if len(set(items)) < 2:
         return None
     for _ in range(_ATTEMPTS):
-        out = [words[i] for i in rng.permutation(len(words))]
-        if out != words:
-            return " ".join(out)
+        out = [items[i] for i in rng.permutation(len(items))]
+        if out != items:
+            return out
     return None
+
+
+def shuffle_words(text: str, rng: np.random.Generator) -> str | None:
+    """The words of ``text`` in a random order; None with fewer than two distinct words."""
+    out = _reordered(text.split(), rng)
+    return None if out is None else " ".join(out)
 
 
 def drop_words(text: str, rng: np.random.Generator, share: float = DROP_SHARE) -> str | None:
@@ -59,19 +68,14 @@ def truncate_words(text: str) -> str | None:
 
 def shuffle_turns(turns: Sequence[str], rng: np.random.Generator) -> list[str] | None:
     """The turn texts in a random order (speakers stay with positions); None when no order changes the texts."""
-    turns = list(turns)
-    if len(set(turns)) < 2:
-        return None
-    for _ in range(_ATTEMPTS):
-        out = [turns[i] for i in rng.permutation(len(turns))]
-        if out != turns:
-            return out
-    return None
+    return _reordered(list(turns), rng)
 
 
-def swap_adjacent(turns: Sequence[str], rng: np.random.Generator) -> list[str] | None:
-    """Two neighbouring turns with different texts swapped, at a random place; None when every neighbour is equal."""
-    places = [i for i in range(len(turns) - 1) if turns[i] != turns[i + 1]]
+def swap_adjacent(turns: Sequence, rng: np.random.Generator, key: Callable[[Any], str] | None = None) -> list | None:
+    """Two neighbouring turns with different texts swapped, at a random place; None when every neighbour is equal.
+    ``key`` maps a turn to its text when the turns are not texts themselves (e.g. ids into a text table)."""
+    text = key or (lambda t: t)
+    places = [i for i in range(len(turns) - 1) if text(turns[i]) != text(turns[i + 1])]
     if not places:
         return None
     i = places[int(rng.integers(len(places)))]
