@@ -1,4 +1,5 @@
-"""Command line: ``dialeval score``, ``benchmark``, ``report``, ``compare``, ``list``, ``train ...``.
+"""Command line: ``dialeval score``, ``benchmark``, ``report``, ``compare``, ``list``, ``train ...``, ``export``,
+``cards ...``, ``release``.
 
 A user's mistake (a :class:`~dialeval.errors.DialevalError`: bad input, an unknown name, a missing file, folder or
 checkpoint) is printed as one line, ``error: ...``, on stderr with exit status 2, whatever the subcommand;
@@ -20,7 +21,7 @@ from typer.core import TyperGroup
 
 from ..errors import DialevalError, InputFileError, UnknownNameError
 from ..schema import EMPTY_TURN_POLICIES
-from .io import read_rows, read_text, write_rows
+from .io import read_rows, write_rows
 
 ALL_BASELINES = "baselines"
 ALL_BENCHMARKS = "all"
@@ -304,9 +305,9 @@ def report(
     seed: Annotated[int, typer.Option(help="Bootstrap seed for --relative-to.")] = 0,
 ) -> None:
     """Print Markdown tables (Pearson / Spearman per set) from benchmark JSON files."""
-    from ..evaluation import corpus_summary, markdown_report
+    from ..evaluation import corpus_summary, markdown_report, read_results
 
-    loaded = [res for path in results for res in _read_results(path)
+    loaded = [res for path in results for res in read_results(path)
               if benchmark is None or res["benchmark"] == benchmark]
     rows = [row for res in loaded for row in res["rows"]]
     if not rows:
@@ -327,19 +328,6 @@ def report(
     typer.echo(markdown_report(rows))
     if by_corpus:
         typer.echo(corpus_summary(rows))
-
-
-def _read_results(path: Path) -> list[dict[str, Any]]:
-    """The results in a JSON file written by ``dialeval benchmark``; :class:`InputFileError` for anything else."""
-    try:
-        loaded = json.loads(read_text(path))
-    except json.JSONDecodeError as err:
-        raise InputFileError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
-    if not isinstance(loaded, list) or not all(isinstance(r, dict) and {"benchmark", "rows"} <= r.keys()
-                                               for r in loaded):
-        raise InputFileError(f"{path} is not a results file of `dialeval benchmark` (a JSON list of results, each "
-                             "with 'benchmark' and 'rows')")
-    return loaded
 
 
 @app.command()
@@ -410,6 +398,10 @@ from .train import train_app  # noqa: E402  (the `dialeval train ...` commands)
 app.add_typer(train_app, name="train")
 from .export import export_command  # noqa: E402  (`dialeval export`: a Hub-ready checkpoint folder)
 app.command("export")(export_command)
+from .hub import cards_app, release_command  # noqa: E402  (`dialeval cards ...`, `dialeval release`)
+
+app.add_typer(cards_app, name="cards")
+app.command("release")(release_command)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -16,11 +16,12 @@ from .runner import (
     emit_measurements,
     format_table,
     markdown_report,
+    read_results,
     run_benchmark,
     write_csv,
     write_json,
 )
 
 __all__ = ["BenchmarkResult", "MetricNotApplicable", "PlotOutcome", "corpus_summary", "emit_measurements",
-           "format_diagnostics", "format_table", "markdown_report", "plotted_aspect", "run_benchmark", "scatter_figure", "scatter_plot",
-           "stats", "unplottable_reason", "write_csv", "write_json"]
+           "format_diagnostics", "format_table", "markdown_report", "plotted_aspect", "read_results", "run_benchmark",
+           "scatter_figure", "scatter_plot", "stats", "unplottable_reason", "write_csv", "write_json"]

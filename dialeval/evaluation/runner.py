@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..benchmarks import benchmark_info, load_benchmark
+from ..errors import InputFileError
 from ..scoring import Scorer
 from ..scoring.registry import load_scorer
 from . import stats
@@ -251,6 +252,25 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 def write_json(results: list[BenchmarkResult], path: Path) -> None:
     path.write_text(json.dumps([r.to_dict() for r in results], indent=1, allow_nan=True))
+
+
+def read_results(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The results in a JSON file written by :func:`write_json` (``dialeval benchmark``); :class:`InputFileError`
+    naming the file for anything else."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputFileError(f"{path} does not exist or is not a file")
+    try:
+        loaded = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise InputFileError(f"{path} is not UTF-8 text") from None
+    except json.JSONDecodeError as err:
+        raise InputFileError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    if not isinstance(loaded, list) or not all(isinstance(r, dict) and {"benchmark", "rows"} <= r.keys()
+                                               for r in loaded):
+        raise InputFileError(f"{path} is not a results file of `dialeval benchmark` (a JSON list of results, each "
+                             "with 'benchmark' and 'rows')")
+    return loaded
 
 
 def write_csv(results: list[BenchmarkResult], path: Path) -> None:

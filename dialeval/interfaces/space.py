@@ -4,17 +4,29 @@ An ``app.py`` describes its Space with :class:`Space` (metric name, title, which
 :meth:`Space.build`, which imports gradio (installed on a Space, not needed by the library). Reading the form
 (:meth:`Space.request`) and writing the answer (:meth:`Space.report`) are plain functions of text, testable without
 gradio.
+
+Examples: a Space exported by ``dialeval release`` has an ``examples.json`` beside its ``app.py``, items of the
+benchmark data with their human ratings (:func:`write_examples`). Run from a checkout, where no such file exists,
+the app shows the bundled demo items instead and says so on the page.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
 
 from ..scoring.base import ScoreOutput, Scorer
 from ..scoring.registry import load_scorer
 
-__all__ = ["FIELDS", "Space", "split_turns"]
+__all__ = ["EXAMPLES_FILE", "FIELDS", "SPACES", "Example", "Space", "bundled_examples", "read_examples", "split_turns",
+           "write_examples"]
+
+#: The file beside an exported Space's ``app.py`` holding its examples.
+EXAMPLES_FILE = "examples.json"
 
 #: The text boxes a Space can show: name -> (label, lines). Multi-turn boxes take one turn per line.
 FIELDS: dict[str, tuple[str, int]] = {
@@ -28,6 +40,59 @@ FIELDS: dict[str, tuple[str, int]] = {
 def split_turns(text: str) -> list[str]:
     """The non-blank lines of ``text``, stripped: one turn each."""
     return [line.strip() for line in text.split("\n") if line.strip()]
+
+
+@dataclass(frozen=True)
+class Example:
+    """One example of a Space: the text of each box (in the Space's field order) and what it is, shown on the page
+    (for example its source and human rating)."""
+
+    inputs: tuple[str, ...]
+    note: str
+
+
+def write_examples(path: str | os.PathLike, examples: Sequence[Example]) -> None:
+    Path(path).write_text(json.dumps([{"inputs": list(e.inputs), "note": e.note} for e in examples], indent=1,
+                                     ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def read_examples(path: str | os.PathLike, fields: Sequence[str]) -> list[Example]:
+    """The examples in ``path``; ``ValueError`` naming the item and field unless each has one non-empty text per
+    field and a note."""
+    items = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"{path}: expected a non-empty JSON list of examples")
+    out = []
+    for i, item in enumerate(items):
+        inputs = item.get("inputs") if isinstance(item, dict) else None
+        if not isinstance(inputs, list) or len(inputs) != len(fields):
+            raise ValueError(f"{path}: example {i}: 'inputs' must be a list of {len(fields)} texts "
+                             f"({', '.join(fields)})")
+        for name, text in zip(fields, inputs):
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"{path}: example {i}: field {name!r} must be a non-empty text")
+        if not isinstance(item.get("note"), str):
+            raise ValueError(f"{path}: example {i}: 'note' must be a text")
+        out.append(Example(tuple(inputs), item["note"]))
+    return out
+
+
+def _turns_text(turns) -> str:
+    """A demo item's turns (one text, texts, or role/content messages) as the box's one-turn-per-line text."""
+    turns = [turns] if isinstance(turns, str) else turns
+    return "\n".join(t["content"] if isinstance(t, dict) else t for t in turns)
+
+
+def bundled_examples(fields: Sequence[str]) -> list[Example]:
+    """The package's demo items (written for the README, not rated by people) in the shape of ``fields``."""
+    resources = files("dialeval") / "resources"
+    if tuple(fields) == ("dialogue",):
+        rows = [json.loads(line) for line in (resources / "example_conversations.jsonl").read_text().splitlines()]
+        return [Example((_turns_text(r["dialogue"]),), f"demo dialogue {r['id']}") for r in rows]
+    rows = [json.loads(line) for line in (resources / "example_dialogues.jsonl").read_text().splitlines()]
+    texts = {"context": lambda r: _turns_text(r["context"]), "response": lambda r: r["response"],
+             "reference": lambda r: r["references"][0]}
+    return [Example(tuple(texts[name](r) for name in fields), f"demo pair {r['id']}") for r in rows]
 
 
 @dataclass
@@ -83,10 +148,43 @@ class Space:
             return self.report(self._scorer.score_dialogues(**kwargs))
         return self.report(self._scorer.score(**kwargs))
 
-    def build(self):
-        """The gradio demo (``demo.launch()`` serves it)."""
+    def examples(self, examples_file: str | os.PathLike | None) -> tuple[list[Example], str]:
+        """The examples to show and a line saying where they come from: ``examples_file`` when it exists (an
+        exported Space), else the bundled demo items."""
+        if examples_file is not None and Path(examples_file).is_file():
+            return read_examples(examples_file, self.fields), "Examples: items of the benchmark data, with their " \
+                "human ratings."
+        return bundled_examples(self.fields), "Examples: the package's demo items (an exported Space shows items " \
+            "of the benchmark data with their human ratings instead)."
+
+    def build(self, examples_file: str | os.PathLike | None = None):
+        """The gradio demo (``demo.launch()`` serves it), with the examples of :meth:`examples`."""
         import gradio as gr
 
+        examples, origin = self.examples(examples_file)
+        notes = "\n".join(f"{i + 1}. {e.note}" for i, e in enumerate(examples))
         boxes = [gr.Textbox(lines=FIELDS[name][1], label=FIELDS[name][0]) for name in self.fields]
         return gr.Interface(fn=self.answer, inputs=boxes, outputs=gr.Textbox(label="Score"), title=self.title,
-                            description=self.description)
+                            description=self.description, examples=[list(e.inputs) for e in examples],
+                            article=f"{origin}\n\n{notes}", cache_examples=False, flagging_mode="never")
+
+
+#: The Space of each learned metric; ``metrics/<m>/app.py`` builds ``SPACES[m]``.
+SPACES: dict[str, Space] = {space.metric: space for space in (
+    Space("bert_ruber", title="BERT-RUBER: referenced + unreferenced response score (dialeval)",
+          score_label="BERT-RUBER hybrid (min)", fields=("context", "response", "reference"),
+          details={"unreferenced": "unreferenced_scores", "referenced cosine": "referenced_scores"},
+          description="The hybrid of the unreferenced score and the reference cosine, each normalised with ranges "
+                      "fixed at training time, so an item's score does not depend on other items. Runs offline on "
+                      "CPU."),
+    Space("dynaeval", title="DynaEval: dialogue-level coherence (dialeval)", score_label="DynaEval score",
+          fields=("dialogue",),
+          description="Coherence of a whole conversation from a speaker-aware utterance graph; unbounded, higher is "
+                      "better. Runs offline on CPU."),
+    Space("grade", title="GRADE: graph-enhanced coherence metric (dialeval)", score_label="GRADE score",
+          description="Coherence of a response with its context, in (0, 1); the last two context turns are read. "
+                      "Runs offline on CPU."),
+    Space("pone", title="PONE: unreferenced response score (dialeval)", score_label="PONE score",
+          description="How appropriate a response is to its context, in (0, 1), without a reference. Runs offline on "
+                      "CPU."),
+)}

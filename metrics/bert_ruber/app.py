@@ -1,17 +1,14 @@
 """A Hugging Face Space for BERT-RUBER: context, response and reference in, the hybrid and its two parts out.
 
-One item at a time: the hybrid's default normalisation uses ranges fixed when the checkpoint was trained, so an
-item's score does not depend on other items.
+The Space is defined once, in ``dialeval.interfaces.space.SPACES``; an exported Space has ``examples.json`` beside
+this file.
 """
 
-from dialeval.interfaces.space import Space
+from pathlib import Path
 
-demo = Space(
-    "bert_ruber", title="BERT-RUBER: referenced + unreferenced response score (dialeval)",
-    score_label="BERT-RUBER hybrid (min)", fields=("context", "response", "reference"),
-    details={"unreferenced": "unreferenced_scores", "referenced cosine": "referenced_scores"},
-    description="Runs offline on CPU.",
-).build()
+from dialeval.interfaces.space import EXAMPLES_FILE, SPACES
+
+demo = SPACES["bert_ruber"].build(Path(__file__).with_name(EXAMPLES_FILE))
 
 if __name__ == "__main__":
     demo.launch()

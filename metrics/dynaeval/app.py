@@ -1,13 +1,14 @@
-"""A Hugging Face Space for DynaEval: paste a dialogue, get its coherence score."""
+"""A Hugging Face Space for DynaEval: paste a dialogue, get its coherence score.
 
-from dialeval.interfaces.space import Space
+The Space is defined once, in ``dialeval.interfaces.space.SPACES``; an exported Space has ``examples.json`` beside
+this file.
+"""
 
-demo = Space(
-    "dynaeval", title="DynaEval: dialogue-level coherence (dialeval)", score_label="DynaEval score",
-    fields=("dialogue",),
-    description="Coherence of a whole conversation from a speaker-aware utterance graph; unbounded, higher is "
-                "better. Runs offline on CPU.",
-).build()
+from pathlib import Path
+
+from dialeval.interfaces.space import EXAMPLES_FILE, SPACES
+
+demo = SPACES["dynaeval"].build(Path(__file__).with_name(EXAMPLES_FILE))
 
 if __name__ == "__main__":
     demo.launch()

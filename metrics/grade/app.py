@@ -1,12 +1,14 @@
-"""A Hugging Face Space for GRADE: type a context and a response, get the coherence score."""
+"""A Hugging Face Space for GRADE: type a context and a response, get the coherence score.
 
-from dialeval.interfaces.space import Space
+The Space is defined once, in ``dialeval.interfaces.space.SPACES``; an exported Space has ``examples.json`` beside
+this file.
+"""
 
-demo = Space(
-    "grade", title="GRADE: graph-enhanced coherence metric (dialeval)", score_label="GRADE score",
-    description="Coherence of a response with its context, in (0, 1); the last two context turns are read. "
-                "Runs offline on CPU.",
-).build()
+from pathlib import Path
+
+from dialeval.interfaces.space import EXAMPLES_FILE, SPACES
+
+demo = SPACES["grade"].build(Path(__file__).with_name(EXAMPLES_FILE))
 
 if __name__ == "__main__":
     demo.launch()

@@ -1,11 +1,14 @@
-"""A Hugging Face Space for PONE: type a context and a response, get the score."""
+"""A Hugging Face Space for PONE: type a context and a response, get the score.
 
-from dialeval.interfaces.space import Space
+The Space is defined once, in ``dialeval.interfaces.space.SPACES``; an exported Space has ``examples.json`` beside
+this file.
+"""
 
-demo = Space(
-    "pone", title="PONE: unreferenced response score (dialeval)", score_label="PONE score",
-    description="How appropriate a response is to its context, in (0, 1), without a reference. Runs offline on CPU.",
-).build()
+from pathlib import Path
+
+from dialeval.interfaces.space import EXAMPLES_FILE, SPACES
+
+demo = SPACES["pone"].build(Path(__file__).with_name(EXAMPLES_FILE))
 
 if __name__ == "__main__":
     demo.launch()

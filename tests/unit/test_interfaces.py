@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import runpy
 import sys
 import types
@@ -130,3 +131,44 @@ def test_registered_modules_load_by_name_in_a_fresh_offline_process(tmp_path):
 
     with pytest.raises(UnknownNameError, match="rouge"):
         register(["rouge"])
+
+
+# -- a Space's examples ---------------------------------------------------------------------------------------------
+def test_bundled_examples_fill_every_box_of_each_space():
+    from dialeval.interfaces.space import SPACES, bundled_examples
+
+    for metric, space in SPACES.items():
+        examples = bundled_examples(space.fields)
+        assert examples and all(len(e.inputs) == len(space.fields) and all(t.strip() for t in e.inputs)
+                                for e in examples), metric
+        assert isinstance(space.request(*examples[0].inputs), dict), metric  # a complete form
+    exam = [e for e in bundled_examples(("context", "response")) if e.note == "demo pair exam-1"][0]
+    assert exam.inputs[0] == "I failed my driving test again today."  # a one-turn context stays one line
+
+
+def test_examples_file_round_trips_and_bad_items_are_named(tmp_path):
+    from dialeval.interfaces.space import Example, read_examples, write_examples
+
+    path = tmp_path / "examples.json"
+    examples = [Example(("Hi\nHow are you?", "Fine."), "item 1, human 4.2")]
+    write_examples(path, examples)
+    assert read_examples(path, ("context", "response")) == examples
+    bad = {'[{"inputs": ["a"], "note": "n"}]': "example 0: 'inputs' must be a list of 2 texts",
+           '[{"inputs": ["a", "b"], "note": "n"}, {"inputs": ["a", " "], "note": "n"}]':
+               "example 1: field 'response' must be a non-empty text",
+           '[{"inputs": ["a", "b"]}]': "example 0: 'note' must be a text", "[]": "non-empty JSON list"}
+    for text, message in bad.items():
+        path.write_text(text)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            read_examples(path, ("context", "response"))
+
+
+def test_app_shows_the_examples_file_when_there_is_one(monkeypatch, tmp_path):
+    from dialeval.interfaces.space import SPACES, Example, write_examples
+
+    monkeypatch.setitem(sys.modules, "gradio", _fake_gradio())
+    write_examples(tmp_path / "examples.json", [Example(("A\nB", "C"), "GRADE set x, item 3: human 4.5")])
+    demo = SPACES["grade"].build(tmp_path / "examples.json")
+    assert demo.examples == [["A\nB", "C"]] and "item 3: human 4.5" in demo.article
+    bundled = SPACES["grade"].build(tmp_path / "absent.json")
+    assert len(bundled.examples) > 1 and "demo items" in bundled.article

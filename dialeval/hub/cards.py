@@ -1,0 +1,292 @@
+"""Cards rendered from measured results: the stored results, the metric card's results section, the model card.
+
+The figures a card shows come from one place: ``hub_cards/results/<metric>.json``, the JSON that
+``dialeval benchmark`` writes, kept without what no card shows: the per-item arrays (scores, ids, human ratings)
+and Kendall's tau. ``dialeval cards collect`` writes that file from benchmark output; ``dialeval cards render``
+rewrites the results section of ``metrics/<metric>/README.md`` from it, between :data:`BEGIN` and :data:`END`;
+the model card of an exported checkpoint (:func:`model_card`) takes its ``model-index`` from the same rows. A test re-renders every
+card from the stored results and fails when a card and its results differ, and when the stored results were not
+measured on the shipped checkpoint.
+
+Only results of registered metrics are stored (no ``--label``), learned metrics on their shipped checkpoint
+(``checkpoint:default`` in the signature), so that the section can name the command that reproduces it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import DialevalError, InputFileError
+from ..evaluation import corpus_summary, markdown_report, read_results
+from ..evaluation.runner import comparison
+
+#: Keys of a benchmark result that a card reads; the rest (per-item arrays, timing metadata) is not stored.
+STORED_KEYS = ("metric", "benchmark", "split", "level", "signature", "rows", "diagnostics")
+#: Row fields no card shows (Kendall's tau, its p-value and CI), left out of the stored rows.
+DROPPED_ROW_PREFIX = "kendall_"
+BEGIN = "<!-- dialeval:results begin -->"
+END = "<!-- dialeval:results end -->"
+#: The ``model-index`` task of every card: scoring a dialogue response or a dialogue as humans would.
+TASK = {"type": "dialogue-evaluation", "name": "Dialogue evaluation (correlation with human judgements)"}
+
+
+class CardError(DialevalError):
+    """Stored results or a card that cannot be rendered (names the file and what is wrong)."""
+
+
+# -- the stored results ---------------------------------------------------------------------------------------------
+def project_root() -> Path:
+    """The source checkout this package runs from (cards and releases are made from a checkout)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").is_file() or not (root / "hub_cards").is_dir():
+        raise CardError(f"{root} is not a dialeval checkout (no pyproject.toml and hub_cards/): cards and releases "
+                        "are made from a clone of the repository, installed with `pip install -e .`")
+    return root
+
+
+def results_path(metric: str, root: str | os.PathLike | None = None) -> Path:
+    return Path(root or project_root()) / "hub_cards" / "results" / f"{metric}.json"
+
+
+def card_path(metric: str, root: str | os.PathLike | None = None) -> Path:
+    return Path(root or project_root()) / "metrics" / metric / "README.md"
+
+
+def _signature_fields(signature: str) -> dict[str, str]:
+    return dict(part.split(":", 1) for part in signature.split("|") if ":" in part)
+
+
+def check_results(metric: str, results: Sequence[dict[str, Any]], known_metrics: Iterable[str], *,
+                  source: str) -> None:
+    """:class:`CardError` naming ``source`` and the result unless every result is of a registered metric (learned
+    ones on their shipped checkpoint) and ``metric`` itself is among them."""
+    known = set(known_metrics)
+    for i, res in enumerate(results):
+        missing = [k for k in STORED_KEYS if k not in res]
+        if missing:
+            raise CardError(f"{source}: result {i} has no {', '.join(missing)}")
+        if res["metric"] not in known:
+            raise CardError(f"{source}: result {i} is of {res['metric']!r}, not a registered metric (a --label run?); "
+                            "a card shows what `dialeval benchmark --metric <name>` reproduces")
+        checkpoint = _signature_fields(res["signature"]).get("checkpoint")
+        if checkpoint not in (None, "default"):
+            raise CardError(f"{source}: result {i} ({res['metric']} on {res['benchmark']}) was measured on checkpoint "
+                            f"{checkpoint!r}, not the shipped one")
+    if not any(res["metric"] == metric for res in results):
+        raise CardError(f"{source}: no result of {metric!r} itself")
+
+
+def collect(metric: str, paths: Sequence[str | os.PathLike], out: str | os.PathLike,
+            known_metrics: Iterable[str]) -> list[dict[str, Any]]:
+    """Merge the benchmark JSON files ``paths`` into ``out`` (what a card is rendered from), in the given order,
+    keeping :data:`STORED_KEYS`; the same metric measured twice on one benchmark split is refused."""
+    results, seen = [], {}
+    for path in paths:
+        for res in read_results(path):
+            key = (res["metric"], res["benchmark"], res.get("split"))
+            if key in seen:
+                raise CardError(f"{path}: {key[0]} on {key[1]} ({key[2]}) is also in {seen[key]}; keep one")
+            seen[key] = path
+            kept = {k: res.get(k) for k in STORED_KEYS}
+            kept["rows"] = [{k: v for k, v in row.items() if not k.startswith(DROPPED_ROW_PREFIX)}
+                            for row in res["rows"]]
+            results.append(kept)
+    check_results(metric, results, known_metrics, source=", ".join(map(str, paths)))
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    # one result per line: small, and a diff shows which result changed
+    lines = ",\n".join(json.dumps(res, allow_nan=True) for res in results)
+    Path(out).write_text(f"[\n{lines}\n]\n", encoding="utf-8")
+    return results
+
+
+def load_results(metric: str, known_metrics: Iterable[str], root: str | os.PathLike | None = None
+                 ) -> list[dict[str, Any]]:
+    path = results_path(metric, root)
+    if not path.is_file():
+        raise CardError(f"{path} does not exist: run `dialeval benchmark` and `dialeval cards collect --metric "
+                        f"{metric} ...` first")
+    try:
+        results = read_results(path)
+    except InputFileError as err:
+        raise CardError(str(err)) from None
+    check_results(metric, results, known_metrics, source=str(path))
+    return results
+
+
+# -- the metric card's results section ------------------------------------------------------------------------------
+def reproduce_commands(results: Sequence[dict[str, Any]]) -> list[str]:
+    """``dialeval benchmark`` commands that produce ``results``: metrics measured on the same benchmarks share one."""
+    by_metric: dict[str, list[str]] = {}
+    for res in results:
+        by_metric.setdefault(res["metric"], []).append(res["benchmark"])
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for metric, benchmarks in by_metric.items():
+        groups.setdefault(tuple(dict.fromkeys(benchmarks)), []).append(metric)
+    return [f"HF_HUB_OFFLINE=1 dialeval benchmark --metric {','.join(metrics)} --benchmark {','.join(benchmarks)}"
+            for benchmarks, metrics in groups.items()]
+
+
+def results_section(metric: str, results: Sequence[dict[str, Any]]) -> str:
+    """The Markdown between :data:`BEGIN` and :data:`END`: the commands, the signature, the tables that
+    ``dialeval report`` prints (``--by-corpus`` included) and the diagnostics that ``dialeval benchmark`` prints."""
+    rows = [row for res in results for row in res["rows"]]
+    signatures = list(dict.fromkeys(res["signature"] for res in results if res["metric"] == metric))
+    lines = ["Rendered by `dialeval cards render` from `hub_cards/results/" + metric + ".json`, which "
+             "`dialeval cards collect` wrote from the output of:", "", "```bash"]
+    lines += reproduce_commands(results)
+    lines += ["```", "", "(1,000 bootstrap resamples, seed 0: the defaults.) The shipped checkpoint's signature:", ""]
+    lines += [f"`{sig}`" for sig in signatures]
+    lines += ["", "Cells are Pearson / Spearman (`*`: p >= 0.05 for either) or, for DailyDialog++ and the sanity "
+              "checks, accuracies.", "", markdown_report(rows).rstrip()]
+    by_corpus = corpus_summary(rows).rstrip()
+    if by_corpus:
+        lines += ["", by_corpus]
+    diagnosed = diagnostics_table(results)
+    if diagnosed:
+        lines += ["", diagnosed]
+    return "\n".join(lines)
+
+
+def diagnostics_table(results: Sequence[dict[str, Any]]) -> str:
+    """The diagnostics ``dialeval benchmark`` prints, as a table: for each correlation result, the mean of
+    (Pearson + Spearman) / 2 over the sets of the benchmark's main aspect, the share of the score variance between
+    contexts, the correlation with length and, for benchmarks with 2-4 systems, the AUCs of the systems apart."""
+    from ..benchmarks import benchmark_info
+
+    lines = []
+    for res in results:
+        diag = res.get("diagnostics")
+        if not diag:
+            continue
+        aspect = benchmark_info(res["benchmark"]).default_aspect
+        mean = diag["mean_over_sets"].get(aspect)
+        share = diag["between_context"]
+        bias = diag["length_bias"]
+        apart = ", ".join(f"{a['higher']}>{a['lower']} {a['auc']:.2f} ({a['human_auc']:.2f})"
+                          for a in diag.get("systems_apart") or [])
+        lines.append(f"| {res['metric']} | {res['benchmark']} | "
+                     + (f"{mean['mean']:.3f} ({mean['sets']} sets, {aspect})" if mean else "") + " | "
+                     + (f"{share['share']:.2f} ({share['contexts']} contexts)" if share else "") + " | "
+                     + f"{bias['pearson']:.2f} / {bias['spearman']:.2f} | {apart} |")
+    if not lines:
+        return ""
+    head = ["Diagnostics: the mean over sets; the share of the score variance that lies between contexts (sets with "
+            "several replies per context); the Pearson / Spearman correlation of the score with length (words per "
+            "reply, or per turn for dialogues); for benchmarks with 2-4 systems, the AUC of the scores telling the "
+            "better-rated system from the other (the humans' own AUC in brackets).", "",
+            "| metric | benchmark | mean over sets | between-context share | length bias | systems apart, AUC |",
+            "|---|---|---|---|---|---|"]
+    return "\n".join(head + lines)
+
+
+def render_card(text: str, section: str, *, source: str) -> str:
+    """``text`` with everything between its one :data:`BEGIN` and :data:`END` marker replaced by ``section``."""
+    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
+        raise CardError(f"{source}: needs exactly one {BEGIN!r} followed by one {END!r}")
+    head, rest = text.split(BEGIN)
+    tail = rest.split(END)[1]
+    return f"{head}{BEGIN}\n{section}\n{END}{tail}"
+
+
+def card_section(text: str, *, source: str) -> str:
+    """What stands between the markers of a card (to compare with a fresh rendering)."""
+    match = re.search(re.escape(BEGIN) + r"\n(.*)\n" + re.escape(END), text, flags=re.S)
+    if match is None:
+        raise CardError(f"{source}: no {BEGIN!r} ... {END!r} section")
+    return match.group(1)
+
+
+# -- the model card -------------------------------------------------------------------------------------------------
+def dataset_repo(benchmark: str) -> str:
+    """The dataset repo a benchmark is exported to: its group (``fed``, ``usr``, ``rade``, ``sanity``) or itself."""
+    from ..benchmarks import GROUPS
+
+    for group, members in GROUPS.items():
+        if benchmark in members:
+            return group
+    return benchmark.replace("_", "-")
+
+
+def dataset_repos() -> dict[str, list[str]]:
+    """Every dataset repo a release writes and the benchmarks (or the group) it exports; the training corpus
+    ``dailydialog`` is not one."""
+    from ..benchmarks import GROUPS, benchmark_info, benchmark_names
+
+    repos: dict[str, list[str]] = {}
+    for name in benchmark_names():
+        if benchmark_info(name).kind != "corpus":
+            repo = dataset_repo(name)
+            repos[repo] = [repo] if repo in GROUPS else [name]
+    return repos
+
+
+def index_rows(results: Sequence[dict[str, Any]], metric: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(result, row) pairs of ``metric`` that the model-index reports: every accuracy row; for a correlation
+    benchmark with one aspect every subset, with several the pooled row of each aspect (as the section's tables)."""
+    out = []
+    for res in results:
+        if res["metric"] != metric:
+            continue
+        aspects = {r["aspect"] for r in res["rows"] if "pearson_r" in r}
+        for row in res["rows"]:
+            if "accuracy" in row or len(aspects) == 1 or row["subset"] == "pooled":
+                out.append((res, row))
+    return out
+
+
+def eval_results(metric: str, results: Sequence[dict[str, Any]], namespace: str) -> list:
+    """``huggingface_hub.EvalResult`` entries for ``metric``'s rows (values rounded to 4 decimals)."""
+    from huggingface_hub import EvalResult
+
+    entries = []
+    for res, row in index_rows(results, metric):
+        common = dict(task_type=TASK["type"], task_name=TASK["name"],
+                      dataset_type=f"{namespace}/{dataset_repo(res['benchmark'])}", dataset_name=res["benchmark"],
+                      dataset_config=res["benchmark"], dataset_split=res["split"])
+        if "accuracy" in row:
+            entries.append(EvalResult(metric_type="accuracy", metric_value=round(row["accuracy"], 4),
+                                      metric_name=f"accuracy: {comparison(row)}", **common))
+            continue
+        for coefficient, kind in (("pearson", "pearsonr"), ("spearman", "spearmanr")):
+            name = f"{coefficient.capitalize()} with human {row['aspect']}: {row['subset']}"
+            entries.append(EvalResult(metric_type=kind, metric_value=round(row[f"{coefficient}_r"], 4),
+                                      metric_name=name, **common))
+    return entries
+
+
+def strip_front_matter(text: str) -> str:
+    if text.startswith("---\n"):
+        end = text.find("\n---\n", 4)
+        if end < 0:
+            raise CardError("a card opens a YAML block with '---' and never closes it")
+        return text[end + 5:]
+    return text
+
+
+def model_card(metric: str, card_text: str, results: Sequence[dict[str, Any]], *, namespace: str,
+               base_model: str, license: str = "apache-2.0"):
+    """The model repo's card: YAML with a ``model-index`` from ``results``, a loading snippet, then the metric
+    card's body (description, training, departures from the paper, measured values)."""
+    from huggingface_hub import ModelCard, ModelCardData
+
+    data = ModelCardData(
+        model_name=f"dialeval-{metric}", license=license, library_name="transformers", base_model=base_model,
+        tags=["dialeval", "dialogue-evaluation", metric],
+        datasets=sorted({f"{namespace}/{dataset_repo(r['benchmark'])}" for r in results if r["metric"] == metric}),
+        eval_results=eval_results(metric, results, namespace),
+    )
+    usage = "\n".join([
+        "## Loading this checkpoint", "",
+        "```python",
+        "from transformers import AutoModel",
+        f'model = AutoModel.from_pretrained("{namespace}/{metric}", trust_remote_code=True)',
+        "```", "",
+        f"Scoring with the metric's own pre-processing, with dialeval installed: `dialeval score --metric {metric} "
+        f"--checkpoint <this folder>`, or `evaluate.load(\"{namespace}/{metric}\")`.", "",
+    ])
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{usage}\n{strip_front_matter(card_text).lstrip()}")

@@ -1,0 +1,132 @@
+"""Cards rendered from measured results (dialeval.hub.cards): every card matches its stored results, the results
+are of the shipped checkpoints, and the model card's model-index carries the same numbers."""
+
+import json
+import re
+
+import pytest
+import yaml
+
+from dialeval.hub.cards import (
+    BEGIN,
+    END,
+    CardError,
+    card_path,
+    card_section,
+    collect,
+    dataset_repos,
+    load_results,
+    model_card,
+    render_card,
+    reproduce_commands,
+    results_section,
+)
+from dialeval.interfaces.space import SPACES
+from dialeval.scoring.checkpoints import checkpoint_fingerprint, resolve_checkpoint
+from dialeval.scoring.registry import available_metrics, scorer_class
+
+KNOWN = available_metrics()
+
+
+@pytest.mark.parametrize("metric", sorted(SPACES))
+def test_every_card_shows_its_stored_results(metric):
+    path = card_path(metric)
+    rendered = results_section(metric, load_results(metric, KNOWN))
+    assert card_section(path.read_text(encoding="utf-8"), source=str(path)) == rendered, (
+        f"{path} differs from hub_cards/results/{metric}.json: run `dialeval cards render --metric {metric}`")
+
+
+def _shipped_fingerprint(metric: str) -> str:
+    scorer = scorer_class(metric)
+    return checkpoint_fingerprint(resolve_checkpoint(None, scorer.checkpoint_dir, scorer.train_command))
+
+
+@pytest.mark.parametrize("metric", sorted(SPACES))
+def test_stored_results_were_measured_on_the_shipped_checkpoints(metric):
+    for res in load_results(metric, KNOWN):
+        fields = dict(part.split(":", 1) for part in res["signature"].split("|"))
+        if "checkpoint_sha256" in fields:  # a learned metric (the baselines have no checkpoint)
+            assert fields["checkpoint_sha256"] == _shipped_fingerprint(res["metric"]), (
+                f"hub_cards/results/{metric}.json: {res['metric']} on {res['benchmark']} was measured on another "
+                "checkpoint than the shipped one; benchmark it again and run `dialeval cards collect`")
+
+
+@pytest.mark.parametrize("metric", sorted(SPACES))
+def test_the_model_index_carries_the_stored_numbers(metric):
+    results = load_results(metric, KNOWN)
+    card = str(model_card(metric, card_path(metric).read_text(encoding="utf-8"), results, namespace="someone",
+                          base_model="sentence-transformers/all-MiniLM-L6-v2"))
+    header = yaml.safe_load(card.split("---\n")[1])
+    entries = {(r["dataset"]["config"], m["name"]): m["value"]
+               for r in header["model-index"][0]["results"] for m in r["metrics"]}
+    expected = {}
+    for res in results:
+        if res["metric"] != metric:
+            continue
+        aspects = {row["aspect"] for row in res["rows"] if "pearson_r" in row}
+        for row in res["rows"]:
+            if "accuracy" in row:
+                where = row["aspect"] if row["subset"] == "pooled" else f"{row['subset']}: {row['aspect']}"
+                expected[(res["benchmark"], f"accuracy: {where}")] = round(row["accuracy"], 4)
+            elif len(aspects) == 1 or row["subset"] == "pooled":
+                for c in ("pearson", "spearman"):
+                    name = f"{c.capitalize()} with human {row['aspect']}: {row['subset']}"
+                    expected[(res["benchmark"], name)] = round(row[f"{c}_r"], 4)
+    assert entries == expected
+    assert "## Departures from the paper" in card and f'from_pretrained("someone/{metric}"' in card
+    assert set(header["datasets"]) <= {f"someone/{repo}" for repo in dataset_repos()}
+
+
+def test_rendering_replaces_only_the_section():
+    text = f"intro\n{BEGIN}\nold numbers\n{END}\noutro\n"
+    assert render_card(text, "new numbers", source="card") == f"intro\n{BEGIN}\nnew numbers\n{END}\noutro\n"
+    assert card_section(render_card(text, "a\nb", source="card"), source="card") == "a\nb"
+    for broken in ("no markers", f"{END}\n{BEGIN}", f"{BEGIN}\n{BEGIN}\n{END}"):
+        with pytest.raises(CardError, match="card"):
+            render_card(broken, "x", source="card")
+
+
+def _result(metric, benchmark="grade_eval", checkpoint="default"):
+    return {"metric": metric, "benchmark": benchmark, "split": "test", "level": "turn",
+            "signature": f"metric:{metric}|checkpoint:{checkpoint}|checkpoint_sha256:abc", "diagnostics": {},
+            "rows": [{"aspect": "coherence", "subset": "pooled", "n": 3, "pearson_r": 0.1, "pearson_p": 0.5,
+                      "spearman_r": 0.2, "spearman_p": 0.4}], "scores": [0.1, 0.2, 0.3]}
+
+
+def test_collect_keeps_what_a_card_reads_and_refuses_what_it_cannot_reproduce(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps([_result("pone"), _result("context_cosine")]))
+    b.write_text(json.dumps([_result("pone", "usr_personachat")]))
+    stored = collect("pone", [a, b], tmp_path / "out.json", KNOWN)
+    assert [(r["metric"], r["benchmark"]) for r in stored] == [
+        ("pone", "grade_eval"), ("context_cosine", "grade_eval"), ("pone", "usr_personachat")]
+    assert "scores" not in json.loads((tmp_path / "out.json").read_text())[0]
+    assert reproduce_commands(stored) == [
+        "HF_HUB_OFFLINE=1 dialeval benchmark --metric pone --benchmark grade_eval,usr_personachat",
+        "HF_HUB_OFFLINE=1 dialeval benchmark --metric context_cosine --benchmark grade_eval"]
+    cases = {"twice": [_result("pone"), _result("pone")], "label": [_result("pone"), _result("pone-nograph", "usr")],
+             "checkpoint": [_result("pone", checkpoint="runs/x")], "itself": [_result("context_cosine")]}
+    messages = {"twice": "also in", "label": "not a registered metric", "checkpoint": "not the shipped one",
+                "itself": "no result of 'pone'"}
+    for case, results in cases.items():
+        path = tmp_path / f"{case}.json"
+        path.write_text(json.dumps(results))
+        with pytest.raises(CardError, match=re.escape(messages[case])):
+            collect("pone", [path], tmp_path / "never.json", KNOWN)
+    assert not (tmp_path / "never.json").exists()
+
+
+def test_every_benchmark_but_the_training_corpus_has_a_dataset_repo():
+    from dialeval.benchmarks import benchmark_info, benchmark_names, expand_benchmark
+
+    exported = [n for names in dataset_repos().values() for name in names for n in expand_benchmark(name)]
+    assert sorted(exported) == sorted(n for n in benchmark_names() if benchmark_info(n).kind != "corpus")
+    assert dataset_repos()["fed"] == ["fed"] and dataset_repos()["grade-eval"] == ["grade_eval"]
+
+
+@pytest.mark.parametrize("metric", sorted(SPACES))
+def test_each_space_card_names_the_gradio_it_installs(metric):
+    folder = card_path(metric).parent
+    header = yaml.safe_load(folder.joinpath("README.md").read_text(encoding="utf-8").split("---\n")[1])
+    pins = [line for line in folder.joinpath("requirements.txt").read_text().splitlines() if line.startswith("gradio")]
+    assert header["sdk"] == "gradio" and pins == [f"gradio=={header['sdk_version']}"]
