@@ -168,11 +168,12 @@ def fill_card(template_text: str, values: dict[str, str]) -> str:
     text = template_text
     for key, value in values.items():
         text = text.replace("{{" + key + "}}", value)
-    # the YAML header must parse and carry the configs
+    # the YAML header must parse, as the Hub reads it (huggingface_hub's DatasetCard), and carry the configs
     if not text.startswith("---\n") or "\n---\n" not in text[4:]:
         raise ExportError("the filled card does not start with a '---' YAML block")
-    header = yaml.safe_load(text[4:text.index("\n---\n", 4)])
-    if not isinstance(header, dict) or not header.get("configs"):
+    from huggingface_hub import DatasetCard
+
+    if not DatasetCard(text).data.to_dict().get("configs"):
         raise ExportError("the filled card's YAML header has no configs")
     return text
 
