@@ -1,10 +1,10 @@
 """Cards rendered from measured results: the stored results, the metric card's results section, the model card.
 
-The figures a card shows come from one place: ``hub_cards/results/<metric>.json``, the JSON that
-``dialeval benchmark`` writes, kept without what no card shows: the per-item arrays (scores, ids, human ratings)
-and Kendall's tau. ``dialeval cards collect`` writes that file from benchmark output; ``dialeval cards render``
-rewrites the results section of ``metrics/<metric>/README.md`` from it, between :data:`BEGIN` and :data:`END`;
-the model card of an exported checkpoint (:func:`model_card`) takes its ``model-index`` from the same rows. A test re-renders every
+The figures a card shows come from one place: ``hub_cards/results/<metric>.json``, the JSON that ``dialeval
+benchmark`` writes, kept without what no card shows: the per-item arrays (scores, ids, human ratings) and Kendall's
+tau. ``dialeval cards collect`` writes that file from benchmark output; ``dialeval cards render`` rewrites the
+results section of ``metrics/<metric>/README.md`` from it, between :data:`BEGIN` and :data:`END`; the model card of
+an exported checkpoint (:func:`model_card`) takes its ``model-index`` from the same rows. A test re-renders every
 card from the stored results and fails when a card and its results differ, and when the stored results were not
 measured on the shipped checkpoint.
 

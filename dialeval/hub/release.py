@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..errors import DialevalError, OutputFolderError
 from ..interfaces.space import EXAMPLES_FILE, Example, write_examples
+from ..paths import resolve_data_dir
 from .cards import card_path, dataset_repos, load_results, model_card, project_root
 
 #: The base model every released checkpoint builds on (its encoder).
@@ -168,6 +169,8 @@ def release(out_dir: str | os.PathLike, metrics: Sequence[str] | None = None, *,
                            f"{', '.join(SPACES)}")
     known = available_metrics()
     stored = {m: load_results(m, known) for m in chosen}  # every card's results exist before any work
+    if datasets or not bundled_examples:
+        resolve_data_dir(data_dir)  # the data is there before any work (else: an error saying how to point at it)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     result = Release(out_dir=out, namespace=namespace)

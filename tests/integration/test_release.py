@@ -84,6 +84,10 @@ def test_unknown_metric_is_refused_before_any_work(tmp_path):
 
     with pytest.raises(ReleaseError, match="no release for bleu4"):
         release(tmp_path / "out", ["bleu4"], wheel=tmp_path / "none.whl")
+    from dialeval.paths import DataDirNotFound
+
+    with pytest.raises(DataDirNotFound, match="data directory not found"):  # examples and datasets need the data
+        release(tmp_path / "out", ["pone"], wheel=tmp_path / "none.whl", data_dir=tmp_path / "no-data")
     assert not (tmp_path / "out").exists()
 
 
