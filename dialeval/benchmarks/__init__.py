@@ -58,8 +58,8 @@ def _rade_info(name: str, what: str) -> BenchmarkInfo:
     return BenchmarkInfo(
         name=name, kind="correlation", level="turn", aspects=("overall", "reference_overall"),
         default_aspect="overall", splits=_RADE_SPLITS, has_references=True,
-        description=f"RADE {what}: output rated 1-5 with a rated reference; deterministic context-hash split "
-                    "(sha256 bucket 0-7 train, 8 validation, 9 test).",
+        description=f"RADE {what}: output rated 1-5 with a rated reference; deterministic context-hash split in the "
+                    "paper's proportions (ChitChat 5/1/1, the others 6/1/1).",
     )
 
 

@@ -4,10 +4,12 @@ Source: ``rade/<name>/data.jsonl`` (2590 / 4822 / 4800 rows), keys ``context`` (
 ``reference``, ``s_output``, ``s_reference`` (mean human score 1-5 of each). Every (output, reference) pair
 appears twice with the roles swapped; there is no split field.
 
-Deterministic split by context (the paper's split is not released)::
+Deterministic split by context, in the paper's proportions (the paper's split is not released, and its sizes,
+ChitChat 1490/300/300, EmpaDial 3022/500/500, PersonaChat 3000/500/500 dialogues, are not those of the released
+rows: 642 / 935 / 2,000 distinct contexts, with pairs repeated beyond the swap)::
 
-    bucket = int(sha256("\\n".join(context).encode("utf-8")).hexdigest()[:8], 16) % 10
-    0-7 -> train, 8 -> validation, 9 -> test
+    bucket = int(sha256("\\n".join(context).encode("utf-8")).hexdigest()[:8], 16) % (train + validation + test)
+    ChitChat 5/1/1 (buckets 0-4 train, 5 validation, 6 test); emotion and persona 6/1/1 (0-5, 6, 7)
 
 Every row is kept. Rows that share a context share a split, so both rows of a swapped pair (and all responses
 to one context) are always in the same split. Within a split, rows keep the file order.
@@ -38,14 +40,17 @@ from .common import (
 )
 
 NAMES = ("rade_chitchat", "rade_emotion", "rade_persona")
+#: The paper's train/validation/test proportions per set (its sizes: 1490/300/300, 3022/500/500, 3000/500/500).
+PROPORTIONS = {"rade_chitchat": (5, 1, 1), "rade_emotion": (6, 1, 1), "rade_persona": (6, 1, 1)}
 ASPECTS = ("overall", "reference_overall")
 SYSTEM = "unknown"
 
 
-def split_of(context: Sequence[str]) -> str:
-    """The split of a context: sha256 bucket 0-7 train, 8 validation, 9 test."""
-    bucket = int(hashlib.sha256("\n".join(context).encode("utf-8")).hexdigest()[:8], 16) % 10
-    return "train" if bucket < 8 else ("validation" if bucket == 8 else "test")
+def split_of(context: Sequence[str], name: str) -> str:
+    """The split of a context of the set ``name``: its sha256 bucket, in the set's :data:`PROPORTIONS`."""
+    train, validation, test = PROPORTIONS[name]
+    bucket = int(hashlib.sha256("\n".join(context).encode("utf-8")).hexdigest()[:8], 16) % (train + validation + test)
+    return "train" if bucket < train else ("validation" if bucket < train + validation else "test")
 
 
 def source_path(name: str) -> str:
@@ -61,7 +66,7 @@ def iter_rows(root: Path, name: str, split: str | None = None):
         context = require_str_list(require_key(item, "context", path, i), path, i, "context")
         for j, t in enumerate(context):
             require_str(t, path, i, f"context[{j}]")
-        row_split = split_of(context)
+        row_split = split_of(context, name)
         output = require_str(require_key(item, "output", path, i), path, i, "output")
         reference = require_str(require_key(item, "reference", path, i), path, i, "reference")
         s_out = require_number(require_key(item, "s_output", path, i), path, i, "s_output")
@@ -76,10 +81,9 @@ def iter_rows(root: Path, name: str, split: str | None = None):
 
 
 class Rade(DialevalBuilder):
-    """RADE chitchat / emotion / persona with a deterministic context-hash split (train/validation/test).
-
-    ``bucket = int(sha256("\\n".join(context)).hexdigest()[:8], 16) % 10``: 0-7 train, 8 validation, 9 test; every row
-    is kept and both rows of a swapped (output, reference) pair land in the same split.
+    """RADE chitchat / emotion / persona with a deterministic context-hash split (train/validation/test) in the
+    paper's proportions (:func:`split_of`); every row is kept and both rows of a swapped (output, reference) pair
+    land in the same split.
     """
 
     CONFIGS = tuple((name, f"RADE {name.removeprefix('rade_')}") for name in NAMES)
@@ -93,4 +97,4 @@ class Rade(DialevalBuilder):
         return (row for _, row in iter_rows(self.root, self.config.name, split))
 
 
-__all__ = ["BenchmarkDataError", "Rade", "iter_rows", "split_of"]
+__all__ = ["PROPORTIONS", "BenchmarkDataError", "Rade", "iter_rows", "split_of"]

@@ -107,8 +107,18 @@ def test_names_groups_and_info():
 
 def test_rade_split_rule():
     ctx = ["hello", "hi there"]
-    bucket = int(hashlib.sha256("hello\nhi there".encode()).hexdigest()[:8], 16) % 10
-    assert split_of(ctx) == ("train" if bucket < 8 else "validation" if bucket == 8 else "test")
+    bucket = int(hashlib.sha256("hello\nhi there".encode()).hexdigest()[:8], 16)
+    assert split_of(ctx, "rade_chitchat") == ("train" if bucket % 7 < 5 else "validation" if bucket % 7 == 5
+                                              else "test")
+    assert split_of(ctx, "rade_persona") == ("train" if bucket % 8 < 6 else "validation" if bucket % 8 == 6
+                                             else "test")
+    counts = {"rade_chitchat": {}, "rade_emotion": {}}
+    for i in range(7000):
+        for name, c in counts.items():
+            split = split_of([f"context {i}"], name)
+            c[split] = c.get(split, 0) + 1
+    assert abs(counts["rade_chitchat"]["train"] / 7000 - 5 / 7) < 0.02
+    assert abs(counts["rade_emotion"]["test"] / 7000 - 1 / 8) < 0.02
 
 
 # -- fixture builds -----------------------------------------------------------------------------------------------

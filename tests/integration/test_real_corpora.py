@@ -48,3 +48,23 @@ def test_grade_concept_graph_from_real_cn100k(data_dir):
     assert g.lookup("hockey") is not None and g.lookup("yo-yo") is not None
     assert g.lookup("play_on_ice") == g.index["play on ice"]
     assert ("IsA", "land", "gas") not in set(triples)  # a corrupted dev triple
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", ["rade_chitchat", "rade_emotion", "rade_persona"])
+def test_rade_splits_keep_contexts_and_swapped_pairs_together(data_dir, name):
+    from dialeval.benchmarks.rade import PROPORTIONS
+
+    splits = {s: load_benchmark(name, split=s, data_dir=data_dir) for s in ("train", "validation", "test")}
+    contexts = {s: {tuple(t["text"] for t in row["context"]) for row in ds} for s, ds in splits.items()}
+    assert not (contexts["train"] & contexts["validation"] or contexts["train"] & contexts["test"]
+                or contexts["validation"] & contexts["test"])
+    for ds in splits.values():  # every pair's swapped copy is in the same split
+        pairs = Counter((tuple(t["text"] for t in row["context"]), row["response"], row["references"][0])
+                        for row in ds)
+        assert all(pairs[(c, ref, out)] for c, out, ref in pairs)
+    total = sum(len(c) for c in contexts.values())
+    train, validation, test = PROPORTIONS[name]
+    assert abs(len(contexts["train"]) / total - train / (train + validation + test)) < 0.05
+    assert sum(ds.num_rows for ds in splits.values()) == {"rade_chitchat": 2590, "rade_emotion": 4822,
+                                                          "rade_persona": 4800}[name]
