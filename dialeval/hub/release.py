@@ -35,8 +35,6 @@ from .cards import card_path, dataset_repos, load_results, model_card, project_r
 
 #: The base model every released checkpoint builds on (its encoder).
 BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-#: How examples are picked for each Space's fields (see :func:`space_examples`).
-EXAMPLES_PER_SPACE = 4
 
 
 class ReleaseError(DialevalError):
