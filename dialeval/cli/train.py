@@ -14,6 +14,7 @@ from ..metrics.bert_ruber.options import BertRuberTrainingOptions
 from ..metrics.dynaeval.options import DynaEvalTrainingOptions
 from ..metrics.grade.options import GradeTrainingOptions
 from ..metrics.pone.options import PoneTrainingOptions
+from ..metrics.rade.options import RadeTrainingOptions
 from ..training.options import TrainingOptions, typer_command
 
 train_app = typer.Typer(no_args_is_help=True, help="Train a learned metric (real training is a command, not a test).")
@@ -55,11 +56,20 @@ def _pone_line(opts: PoneTrainingOptions, s: dict) -> str:
             f"({s['total_seconds']:.0f} s); {_checkpoint(opts)}")
 
 
+def _rade_line(opts: RadeTrainingOptions, s: dict) -> str:
+    test = s.get("test_correlations", {})
+    tested = "".join(f"; test {name} Pearson {v['pearson']:.3f} / Spearman {v['spearman']:.3f}"
+                     for name, v in test.items() if name != "all")
+    return (f"stage {opts.stage}: best val_correlation {s['best_val_correlation']:.4f} at step {s['best_step']} of "
+            f"{s['steps']}{tested}; {_checkpoint(opts)} (for scoring: {s['scoring_checkpoint']})")
+
+
 RECIPES: dict[str, Recipe] = {
     "grade": Recipe(GradeTrainingOptions, "dialeval.metrics.grade.train", _grade_line),
     "dynaeval": Recipe(DynaEvalTrainingOptions, "dialeval.metrics.dynaeval.train", _dynaeval_line),
     "bert-ruber": Recipe(BertRuberTrainingOptions, "dialeval.metrics.bert_ruber.train", _bert_ruber_line),
     "pone": Recipe(PoneTrainingOptions, "dialeval.metrics.pone.train", _pone_line),
+    "rade": Recipe(RadeTrainingOptions, "dialeval.metrics.rade.train", _rade_line),
 }
 
 

@@ -53,6 +53,7 @@ class TrainingArguments:
     max_steps: int | None = None
     device: str | None = None  # cpu, cuda, cuda:N, mps; None: Accelerate's choice
     optimizer: str = "adamw"  # "adamw" (decoupled weight decay) or "adam" (L2 weight decay)
+    adam_betas: tuple[float, float] = (0.9, 0.999)
     lr_schedule: str = "linear"  # "linear": warm-up + linear decay; "step": lr *= step_decay_gamma every N steps
     step_decay_every: int | None = None  # "step" schedule: steps between decays (None: one epoch)
     step_decay_gamma: float = 0.5
@@ -134,7 +135,7 @@ def _optimizer_and_schedule(model, args: TrainingArguments, is_head, total: int,
     optimizers = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
     if args.optimizer not in optimizers:
         raise ValueError(f"optimizer must be one of {sorted(optimizers)}, got {args.optimizer!r}")
-    optimizer = optimizers[args.optimizer](_param_groups(model, args, is_head))
+    optimizer = optimizers[args.optimizer](_param_groups(model, args, is_head), betas=tuple(args.adam_betas))
     if args.lr_schedule == "linear":
         return optimizer, get_linear_schedule_with_warmup(optimizer, math.ceil(args.warmup_ratio * total), total)
     if args.lr_schedule == "step":

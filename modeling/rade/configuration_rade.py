@@ -63,7 +63,17 @@ class RadeConfig(PretrainedConfig):
         score_min (`float`, *optional*, defaults to 1.0) and score_max (`float`, *optional*, defaults to 5.0): the
             range of the human scores the model predicts (RADE's sets: 1-5).
         max_seq_length (`int`, *optional*, defaults to 256): token limit of the evaluator's input.
-        max_reference_length (`int`, *optional*, defaults to 64): token limit of a generated reference.
+        max_reference_length (`int`, *optional*, defaults to 64): token limit of a generated reference, and of the
+            reference and the candidate inside the evaluator's input (the context gets the rest, most recent
+            tokens kept).
+        use_reference (`bool`, *optional*, defaults to `True`): the input holds the reference; `False` reads
+            ``context [SEP] candidate`` (the paper's plain regressor baseline).
+        use_decoder (`bool`, *optional*, defaults to `True`): the model has the auxiliary decoder. Scoring never
+            uses it, so a checkpoint made for scoring leaves it out (`RadeModel.save_pretrained(...,
+            drop_decoder=True)`).
+        trainable_encoder_layers (`int`, *optional*, defaults to 2): the top encoder layers that training changes
+            (-1: the whole encoder). A small checkpoint holds only those; the rest comes from ``base_encoder``.
+        encoder_weights_in_checkpoint (`bool`, *optional*, defaults to `True`): written by `save_pretrained`.
     """
 
     model_type = "dialeval-rade"
@@ -80,6 +90,10 @@ class RadeConfig(PretrainedConfig):
         score_max: float = 5.0,
         max_seq_length: int = 256,
         max_reference_length: int = 64,
+        use_reference: bool = True,
+        use_decoder: bool = True,
+        trainable_encoder_layers: int = 2,
+        encoder_weights_in_checkpoint: bool = True,
         **kwargs: Any,
     ) -> None:
         if backbone not in BACKBONES:
@@ -88,6 +102,8 @@ class RadeConfig(PretrainedConfig):
             seq2seq_config = seq2seq_config.to_dict()
         if backbone == "seq2seq" and (not seq2seq_config or "model_type" not in seq2seq_config):
             raise ValueError("the 'seq2seq' backbone needs seq2seq_config with its model_type (e.g. a BartConfig)")
+        if backbone != "bert" and not use_decoder:
+            raise ValueError("use_decoder=False is for the 'bert' backbone (a seq2seq model's decoder is part of it)")
         if not float(score_min) < float(score_max):
             raise ValueError(f"score_min must be below score_max, got {score_min} and {score_max}")
         self.backbone = backbone
@@ -100,6 +116,10 @@ class RadeConfig(PretrainedConfig):
         self.score_max = float(score_max)
         self.max_seq_length = int(max_seq_length)
         self.max_reference_length = int(max_reference_length)
+        self.use_reference = bool(use_reference)
+        self.use_decoder = bool(use_decoder)
+        self.trainable_encoder_layers = int(trainable_encoder_layers)
+        self.encoder_weights_in_checkpoint = bool(encoder_weights_in_checkpoint)
         super().__init__(**kwargs)
 
     def get_encoder_config(self) -> BertConfig:

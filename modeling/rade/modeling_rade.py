@@ -13,6 +13,7 @@ training recipe; the model returns the scores and, given reference labels, the g
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from dataclasses import dataclass
 
@@ -25,6 +26,8 @@ from .configuration_rade import RadeConfig
 
 _ENCODER_PREFIX = "encoder."
 _DECODER_PREFIX = "decoder.bert."
+_DECODER_MODULE = "decoder."
+_TRANSFORMERS_LOAD_LOGGER = "transformers.modeling_utils"
 
 
 @dataclass
@@ -65,6 +68,20 @@ def warm_start_state_dict(base_encoder: str) -> dict[str, torch.Tensor]:
     return {**map_bert_keys(weights, _ENCODER_PREFIX), **map_bert_keys(weights, _DECODER_PREFIX)}
 
 
+class _HeldLoadReport(logging.Filter):
+    """Holds back transformers' load report while `RadeModel.from_pretrained` fills what a small checkpoint lacks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "LOAD REPORT" in record.getMessage():
+            self.records.append(record)
+            return False
+        return True
+
+
 class RadePreTrainedModel(PreTrainedModel):
     config_class = RadeConfig
     base_model_prefix = "rade"
@@ -91,7 +108,10 @@ class RadeModel(RadePreTrainedModel):
         super().__init__(config)
         if config.backbone == "bert":
             self.encoder = BertModel(config.get_encoder_config(), add_pooling_layer=False)
-            self.decoder = BertLMHeadModel(config.get_decoder_config())
+            if config.use_decoder:
+                self.decoder = BertLMHeadModel(config.get_decoder_config())
+            else:  # a checkpoint saved for scoring: no auxiliary decoder, nothing tied
+                self._tied_weights_keys = {}
             hidden = config.encoder_config["hidden_size"]
         else:
             self._tied_weights_keys = {}
@@ -132,6 +152,9 @@ class RadeModel(RadePreTrainedModel):
         if self.config.backbone == "seq2seq":
             return self.seq2seq(input_ids=context_input_ids, attention_mask=context_attention_mask,
                                 labels=reference_labels).loss
+        if not self.config.use_decoder:
+            raise ValueError("this RADE checkpoint was saved for scoring, without its decoder: no generation loss "
+                             "(train from a run's best/ checkpoint, which keeps it)")
         memory = self.encoder(input_ids=context_input_ids, attention_mask=context_attention_mask).last_hidden_state
         decoder_ids = reference_labels.masked_fill(reference_labels < 0, self.config.encoder_config["pad_token_id"])
         return self.decoder(input_ids=decoder_ids, attention_mask=(reference_labels >= 0).long(),
@@ -150,6 +173,85 @@ class RadeModel(RadePreTrainedModel):
             loss = self.generation_loss(context_input_ids, context_attention_mask, reference_labels)
         return RadeOutput(scores=scores, generation_loss=loss)
 
+    # -- partial fine-tuning and small checkpoints ---------------------------------------------------------------
+
+    def frozen_encoder_names(self) -> set[str]:
+        """Encoder parameters that training leaves as they are: the embeddings and every layer below the top
+        ``config.trainable_encoder_layers`` (none when that is -1, or for a `"seq2seq"` backbone)."""
+        k = self.config.trainable_encoder_layers
+        if self.config.backbone != "bert" or k < 0:
+            return set()
+        n = len(self.encoder.encoder.layer)
+        top = tuple(f"{_ENCODER_PREFIX}encoder.layer.{i}." for i in range(max(0, n - k), n))
+        return {name for name, _ in self.named_parameters()
+                if name.startswith(_ENCODER_PREFIX) and not name.startswith(top)}
+
+    def freeze_for_training(self) -> None:
+        """Freeze :meth:`frozen_encoder_names`; everything else (top encoder layers, decoder, regressor) trains."""
+        frozen = self.frozen_encoder_names()
+        for name, param in self.named_parameters():
+            param.requires_grad_(name not in frozen)
+
+    def save_pretrained(self, save_directory, *args, trainable_only: bool = False, drop_decoder: bool = False,
+                        **kwargs):
+        """`PreTrainedModel.save_pretrained`, plus two ways to save less:
+
+        * ``trainable_only``: leave out :meth:`frozen_encoder_names` (loading fills them from
+          ``config.base_encoder``);
+        * ``drop_decoder``: leave out the auxiliary decoder (a checkpoint for scoring; it cannot train further).
+        """
+        if (trainable_only or drop_decoder) and kwargs.get("state_dict") is not None:
+            raise ValueError("pass trainable_only / drop_decoder or state_dict, not both")
+        if drop_decoder and self.config.backbone != "bert":
+            raise ValueError("drop_decoder is for the 'bert' backbone (a seq2seq model's decoder is part of it)")
+        frozen = self.frozen_encoder_names() if trainable_only else set()
+        if frozen or drop_decoder:
+            kwargs["state_dict"] = {k: v for k, v in self.state_dict().items()
+                                    if k not in frozen and not (drop_decoder and k.startswith(_DECODER_MODULE))}
+        previous = (self.config.encoder_weights_in_checkpoint, self.config.use_decoder)
+        self.config.encoder_weights_in_checkpoint = not frozen
+        self.config.use_decoder = self.config.use_decoder and not drop_decoder
+        try:
+            return super().save_pretrained(save_directory, *args, **kwargs)
+        finally:
+            self.config.encoder_weights_in_checkpoint, self.config.use_decoder = previous
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
+        """`PreTrainedModel.from_pretrained`, completing small checkpoints: encoder weights the checkpoint lacks
+        are copied from the package ``config.base_encoder``. Any other missing weight is an error: nothing is left
+        at random."""
+        want_info = kwargs.pop("output_loading_info", False)
+        load_logger = logging.getLogger(_TRANSFORMERS_LOAD_LOGGER)
+        held = _HeldLoadReport()
+        load_logger.addFilter(held)
+        try:
+            model, info = super().from_pretrained(pretrained_model_name_or_path, *model_args,
+                                                  output_loading_info=True, **kwargs)
+        finally:
+            load_logger.removeFilter(held)
+        missing = sorted(info.get("missing_keys") or ())
+        if missing:
+            other = [k for k in missing if not k.startswith(_ENCODER_PREFIX)]
+            if other or model.config.backbone != "bert":
+                raise ValueError(f"checkpoint {pretrained_model_name_or_path} lacks {len(missing)} weight(s) that no "
+                                 f"base encoder provides: {(other or missing)[:10]}")
+            base = warm_start_state_dict(model.config.base_encoder)
+            params = dict(model.named_parameters())
+            uncovered = [k for k in missing if k not in base or base[k].shape != params[k].shape]
+            if uncovered:
+                raise ValueError(f"base encoder {model.config.base_encoder!r} does not provide {uncovered[:10]} in "
+                                 f"the shape checkpoint {pretrained_model_name_or_path} needs")
+            with torch.no_grad():
+                for key in missing:
+                    params[key].copy_(base[key].to(dtype=params[key].dtype, device=params[key].device))
+        info["missing_keys"] = set()
+        info["filled_from_base_encoder"] = missing
+        if info.get("unexpected_keys") or info.get("mismatched_keys"):
+            for record in held.records:
+                load_logger.handle(record)
+        return (model, info) if want_info else model
+
     @classmethod
     def from_base_encoder(cls, config: RadeConfig) -> RadeModel:
         """A new `"bert"`-backbone model warm-started from ``config.base_encoder`` (see `warm_start_state_dict`);
@@ -157,14 +259,17 @@ class RadeModel(RadePreTrainedModel):
         if config.backbone != "bert":
             raise ValueError("warm-starting from the encoder package is for the 'bert' backbone")
         model = cls(config)
-        missing, unexpected = model.load_state_dict(warm_start_state_dict(config.base_encoder), strict=False)
+        weights = {k: v for k, v in warm_start_state_dict(config.base_encoder).items()
+                   if config.use_decoder or not k.startswith(_DECODER_MODULE)}
+        missing, unexpected = model.load_state_dict(weights, strict=False)
         expected_new = ("decoder.bert.encoder.layer.", "decoder.cls.", "regressor.")
         wrong = [k for k in missing if not k.startswith(expected_new) or
                  (k.startswith("decoder.bert.encoder.layer.") and ".crossattention." not in k)]
         if wrong or unexpected:
             raise ValueError(f"{config.base_encoder} does not fit the configured encoder: missing {wrong[:5]}, "
                              f"unexpected {list(unexpected)[:5]}")
-        model.tie_weights()
+        if config.use_decoder:
+            model.tie_weights()
         return model
 
 
