@@ -117,13 +117,19 @@ class SimilarTexts:
         self._retriever = bm25s.BM25(method="lucene")
         self._retriever.index(bm25s.tokenize(self.pool, stopwords="en", show_progress=False), show_progress=False)
 
-    def most_similar(self, query: str, *, owner: int, exclude: Sequence[str] = ()) -> str | None:
+    def ranked(self, query: str, *, owner: int | None = None) -> np.ndarray:
+        """Pool indices of the texts that share a term with ``query`` (and are not ``owner``'s), best first; ties
+        by pool order, so the ranking is deterministic."""
         tokens = self._bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)[0]
         if not tokens:
-            return None
+            return np.zeros(0, dtype=np.int64)
         scores = self._retriever.get_scores(tokens)
-        hits = np.flatnonzero((scores > 0) & (self.owners != owner))
-        for k in hits[np.lexsort((hits, -scores[hits]))]:  # by score, ties by pool order: deterministic
+        keep = scores > 0 if owner is None else (scores > 0) & (self.owners != owner)
+        hits = np.flatnonzero(keep)
+        return hits[np.lexsort((hits, -scores[hits]))]
+
+    def most_similar(self, query: str, *, owner: int, exclude: Sequence[str] = ()) -> str | None:
+        for k in self.ranked(query, owner=owner):
             text = self.pool[int(k)]
             if not any(same_text(text, e) for e in (query, *exclude)):
                 return text

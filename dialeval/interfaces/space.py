@@ -187,4 +187,8 @@ SPACES: dict[str, Space] = {space.metric: space for space in (
     Space("pone", title="PONE: unreferenced response score (dialeval)", score_label="PONE score",
           description="How appropriate a response is to its context, in (0, 1), without a reference. Runs offline on "
                       "CPU."),
+    Space("rade", title="RADE: reference-assisted response score (dialeval)", score_label="RADE score (1-5)",
+          fields=("context", "response", "reference"),
+          description="The human-scale (1-5) score of a response, read beside its context and a reference response, "
+                      "from a model trained on RADE's annotations. Runs offline on CPU."),
 )}

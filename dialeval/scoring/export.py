@@ -47,6 +47,7 @@ EXPORTABLE: dict[str, ExportableModel] = {
     "dynaeval": ExportableModel("dialeval.modeling.dynaeval:DynaEvalModel"),
     "bert_ruber": ExportableModel("dialeval.modeling.bert_ruber:BertRuberModel"),
     "pone": ExportableModel("dialeval.modeling.bert_ruber:PoneModel"),
+    "rade": ExportableModel("dialeval.modeling.rade:RadeModel", tokenizer_config_field="base_encoder"),
 }
 
 # Files of a checkpoint folder that the model's `save_pretrained` writes anew; every other file is copied.
@@ -155,7 +156,8 @@ def _check_all_weights_saved(model: torch.nn.Module, target: Path) -> None:
     for weights in target.glob("*.safetensors"):
         with safe_open(str(weights), "pt") as fh:
             saved.update(fh.keys())
-    missing = sorted(set(model.state_dict()) - saved)
+    tied = set(getattr(model, "_tied_weights_keys", None) or ())  # saved once, under the name they are tied to
+    missing = sorted(set(model.state_dict()) - saved - tied)
     if missing:
         raise RuntimeError(f"export wrote {len(saved)} tensors but the model has {len(missing)} more: {missing[:5]}")
     if not (target / "config.json").exists() or "auto_map" not in json.loads((target / "config.json").read_text()):

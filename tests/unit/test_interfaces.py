@@ -80,7 +80,7 @@ def _fake_gradio() -> types.ModuleType:
     return gr
 
 
-@pytest.mark.parametrize("metric,n_boxes", [("grade", 2), ("pone", 2), ("dynaeval", 1), ("bert_ruber", 3)])
+@pytest.mark.parametrize("metric,n_boxes", [("grade", 2), ("pone", 2), ("dynaeval", 1), ("bert_ruber", 3), ("rade", 3)])
 def test_each_app_builds_its_form(monkeypatch, metric, n_boxes):
     monkeypatch.setitem(sys.modules, "gradio", _fake_gradio())
     demo = runpy.run_path(str(ROOT / "metrics" / metric / "app.py"))["demo"]
@@ -103,7 +103,7 @@ def test_every_metric_folder_ships_as_an_evaluate_module():
     from dialeval.interfaces.evaluate_cache import module_names
 
     folders = sorted(d.name for d in (ROOT / "metrics").iterdir() if (d / f"{d.name}.py").is_file())
-    assert module_names() == folders == ["bert_ruber", "dynaeval", "grade", "pone"]
+    assert module_names() == folders == ["bert_ruber", "dynaeval", "grade", "pone", "rade"]
 
 
 def test_registered_modules_load_by_name_in_a_fresh_offline_process(tmp_path):
