@@ -27,6 +27,7 @@ MINILM_L6_ENCODER_CONFIG: dict[str, Any] = {
     "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
 }
 BACKBONES = ("bert", "seq2seq")
+POOLINGS = ("segments", "mean")
 # Keys of a serialised config that describe the file rather than the architecture.
 _META_KEYS = ("transformers_version", "architectures", "_name_or_path", "name_or_path", "torch_dtype", "dtype",
               "is_decoder", "add_cross_attention")
@@ -45,8 +46,8 @@ def _plain(config: dict[str, Any] | PretrainedConfig | None, default: dict[str, 
 class RadeConfig(PretrainedConfig):
     r"""Configuration of [`RadeModel`].
 
-    The evaluator reads ``context [SEP] reference [SEP] candidate``; the masked mean of the encoder's last hidden
-    states goes through an MLP to two scores, the reference's and the candidate's, each mapped into
+    The evaluator reads ``context [SEP] reference [SEP] candidate``; the encoder's last hidden states, pooled (see
+    ``pooling``), go through an MLP to two scores, the reference's and the candidate's, each mapped into
     ``[score_min, score_max]`` by a sigmoid. The auxiliary decoder generates the reference from the context, through
     the same encoder.
 
@@ -68,6 +69,11 @@ class RadeConfig(PretrainedConfig):
             tokens kept).
         use_reference (`bool`, *optional*, defaults to `True`): the input holds the reference; `False` reads
             ``context [SEP] candidate`` (the paper's plain regressor baseline).
+        pooling (`str`, *optional*, defaults to `"segments"`): `"mean"`, the masked mean of every token (one
+            vector: the three texts blur into one), or `"segments"`, the masked means ``c``, ``r``, ``x`` of the
+            context, the reference and the candidate (unit length) joined as ``[c, r, x, c*r, c*x, r*x]`` with
+            the cosines ``cos(c, x)``, ``cos(r, x)``, ``cos(c, r)`` (``[c, x, c*x, cos(c, x)]`` without a
+            reference), so that the regressor sees each text and how they relate.
         use_decoder (`bool`, *optional*, defaults to `True`): the model has the auxiliary decoder. Scoring never
             uses it, so a checkpoint made for scoring leaves it out (`RadeModel.save_pretrained(...,
             drop_decoder=True)`).
@@ -91,6 +97,7 @@ class RadeConfig(PretrainedConfig):
         max_seq_length: int = 256,
         max_reference_length: int = 64,
         use_reference: bool = True,
+        pooling: str = "segments",
         use_decoder: bool = True,
         trainable_encoder_layers: int = 2,
         encoder_weights_in_checkpoint: bool = True,
@@ -102,6 +109,8 @@ class RadeConfig(PretrainedConfig):
             seq2seq_config = seq2seq_config.to_dict()
         if backbone == "seq2seq" and (not seq2seq_config or "model_type" not in seq2seq_config):
             raise ValueError("the 'seq2seq' backbone needs seq2seq_config with its model_type (e.g. a BartConfig)")
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling {pooling!r} is not supported (one of {', '.join(POOLINGS)})")
         if backbone != "bert" and not use_decoder:
             raise ValueError("use_decoder=False is for the 'bert' backbone (a seq2seq model's decoder is part of it)")
         if not float(score_min) < float(score_max):
@@ -117,10 +126,17 @@ class RadeConfig(PretrainedConfig):
         self.max_seq_length = int(max_seq_length)
         self.max_reference_length = int(max_reference_length)
         self.use_reference = bool(use_reference)
+        self.pooling = pooling
         self.use_decoder = bool(use_decoder)
         self.trainable_encoder_layers = int(trainable_encoder_layers)
         self.encoder_weights_in_checkpoint = bool(encoder_weights_in_checkpoint)
         super().__init__(**kwargs)
+
+    def pooled_dim(self, hidden: int) -> int:
+        """The width of the regressor's input for an encoder of width ``hidden`` (see ``pooling``)."""
+        if self.pooling == "mean":
+            return hidden
+        return 6 * hidden + 3 if self.use_reference else 3 * hidden + 1
 
     def get_encoder_config(self) -> BertConfig:
         """The `BertConfig` of the encoder (`"bert"` backbone)."""
@@ -138,4 +154,4 @@ class RadeConfig(PretrainedConfig):
 
 RadeConfig.register_for_auto_class()
 
-__all__ = ["BACKBONES", "MINILM_L6_ENCODER_CONFIG", "RadeConfig"]
+__all__ = ["BACKBONES", "MINILM_L6_ENCODER_CONFIG", "POOLINGS", "RadeConfig"]

@@ -68,6 +68,12 @@ def warm_start_state_dict(base_encoder: str) -> dict[str, torch.Tensor]:
     return {**map_bert_keys(weights, _ENCODER_PREFIX), **map_bert_keys(weights, _DECODER_PREFIX)}
 
 
+def _masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``hidden`` [B, T, H] over the positions where ``mask`` [B, T] holds (zeros where none does)."""
+    weights = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+
 class _HeldLoadReport(logging.Filter):
     """Holds back transformers' load report while `RadeModel.from_pretrained` fills what a small checkpoint lacks."""
 
@@ -90,10 +96,12 @@ class RadePreTrainedModel(PreTrainedModel):
 
 
 class RadeModel(RadePreTrainedModel):
-    """RADE: encoder -> masked mean -> MLP -> two scores; decoder (auxiliary) -> the reference from the context.
+    """RADE: encoder -> pooled states (`encode`) -> MLP -> two scores; decoder (auxiliary) -> the reference from the
+    context.
 
     Inputs of :meth:`forward`: ``input_ids`` / ``attention_mask`` / ``token_type_ids`` of the evaluator's input
-    (``context [SEP] reference [SEP] candidate``); for the generation loss, the context alone
+    (``context [SEP] reference [SEP] candidate``), and ``segment_ids`` for ``pooling="segments"``; for the generation
+    loss, the context alone
     (``context_input_ids``, ``context_attention_mask``) and the reference's token ids (``reference_labels``, with
     -100 at padding). For the `"bert"` backbone the labels are whole sequences (``[CLS] reference [SEP]``): the
     decoder reads them shifted by one; for a `"seq2seq"` backbone the model's own label shifting applies.
@@ -119,7 +127,7 @@ class RadeModel(RadePreTrainedModel):
             hidden = self.seq2seq.config.d_model if hasattr(self.seq2seq.config, "d_model") \
                 else self.seq2seq.config.hidden_size
         layers: list[nn.Module] = []
-        dims = [hidden, *config.regressor_dims]
+        dims = [config.pooled_dim(hidden), *config.regressor_dims]
         for k in range(len(dims) - 1):
             layers += [nn.Dropout(config.regressor_dropout), nn.Linear(dims[k], dims[k + 1]), nn.Tanh()]
         layers += [nn.Dropout(config.regressor_dropout), nn.Linear(dims[-1], 2)]
@@ -130,14 +138,31 @@ class RadeModel(RadePreTrainedModel):
         return self.encoder if self.config.backbone == "bert" else self.seq2seq.get_encoder()
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-               token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """The masked mean of the encoder's last hidden states: [B, hidden]."""
+               token_type_ids: torch.Tensor | None = None, segment_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """The regressor's input from the encoder's last hidden states: their masked mean ([B, hidden]) with
+        ``pooling="mean"``; with ``"segments"`` the masked means ``c``, ``r``, ``x`` of the context, reference and
+        candidate tokens (``segment_ids`` 0, 1, 2; -1 for none), each scaled to unit length, joined as
+        ``[c, r, x, c*r, c*x, r*x]`` and the cosines ``cos(c, x)``, ``cos(r, x)``, ``cos(c, r)``;
+        ``[c, x, c*x, cos(c, x)]`` without a reference."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         kwargs = {"token_type_ids": token_type_ids} if self.config.backbone == "bert" else {}
         hidden = self._encoder()(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        if self.config.pooling == "mean":
+            return _masked_mean(hidden, attention_mask.bool())
+        if segment_ids is None:
+            raise ValueError("pooling='segments' needs segment_ids (0 context, 1 reference, 2 candidate)")
+        valid = attention_mask.bool()
+        # unit vectors, as the sentence encoder's own embeddings: every feature then has a comparable scale
+        c, r, x = (nn.functional.normalize(_masked_mean(hidden, valid & (segment_ids == k)), dim=-1, eps=1e-6)
+                   for k in range(3))
+
+        def cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return (a * b).sum(-1, keepdim=True)
+
+        if not self.config.use_reference:
+            return torch.cat([c, x, c * x, cos(c, x)], dim=-1)
+        return torch.cat([c, r, x, c * r, c * x, r * x, cos(c, x), cos(r, x), cos(c, r)], dim=-1)
 
     def score(self, pooled: torch.Tensor) -> torch.Tensor:
         """Pooled states -> [B, 2] scores in ``[score_min, score_max]``."""
@@ -162,10 +187,11 @@ class RadeModel(RadePreTrainedModel):
                             labels=reference_labels).loss
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, context_input_ids: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, segment_ids: torch.Tensor | None = None,
+                context_input_ids: torch.Tensor | None = None,
                 context_attention_mask: torch.Tensor | None = None, reference_labels: torch.Tensor | None = None,
                 **kwargs) -> RadeOutput:
-        scores = self.score(self.encode(input_ids, attention_mask, token_type_ids))
+        scores = self.score(self.encode(input_ids, attention_mask, token_type_ids, segment_ids))
         loss = None
         if reference_labels is not None:
             if context_input_ids is None:

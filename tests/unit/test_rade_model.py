@@ -24,7 +24,8 @@ def batch(seed: int = 0):
     mask[1, 8:] = 0
     labels = torch.randint(1, 100, (3, 6), generator=g)
     labels[0, 4:] = -100
-    return {"input_ids": ids, "attention_mask": mask, "context_input_ids": ids[:, :5],
+    segments = torch.tensor([[0] * 5 + [1] * 4 + [2] * 3] * 3)  # context, reference, candidate
+    return {"input_ids": ids, "attention_mask": mask, "segment_ids": segments, "context_input_ids": ids[:, :5],
             "context_attention_mask": mask[:, :5], "reference_labels": labels}
 
 
@@ -33,13 +34,30 @@ def test_scores_lie_in_the_configured_range_and_ignore_padding():
     b = batch()
     with torch.no_grad():
         out = model(**b)
-        alone = model(input_ids=b["input_ids"][1:2, :8])
+        alone = model(input_ids=b["input_ids"][1:2, :8], segment_ids=b["segment_ids"][1:2, :8])
     assert out.scores.shape == (3, 2) and ((out.scores > 1) & (out.scores < 5)).all()
     torch.testing.assert_close(out.scores[1:2], alone.scores, atol=1e-5, rtol=1e-5)
     assert torch.isfinite(out.generation_loss) and out.generation_loss > 0
-    assert model(input_ids=b["input_ids"]).generation_loss is None
+    assert model(input_ids=b["input_ids"], segment_ids=b["segment_ids"]).generation_loss is None
     with pytest.raises(ValueError, match="context_input_ids"):
-        model(input_ids=b["input_ids"], reference_labels=b["reference_labels"])
+        model(input_ids=b["input_ids"], segment_ids=b["segment_ids"], reference_labels=b["reference_labels"])
+    with pytest.raises(ValueError, match="needs segment_ids"):
+        model(input_ids=b["input_ids"])
+
+
+def test_segment_pooling_reads_each_text_and_mean_pooling_needs_no_segments():
+    b = batch()
+    model = tiny_model()
+    assert model.regressor[1].in_features == 6 * 32 + 3
+    moved = dict(b, segment_ids=torch.tensor([[0] * 5 + [2] * 4 + [1] * 3] * 3))  # reference and candidate swapped
+    with torch.no_grad():
+        assert not torch.allclose(model(**b).scores, model(**moved).scores)
+    plain = tiny_model(use_reference=False)
+    assert plain.regressor[1].in_features == 3 * 32 + 1
+    mean = tiny_model(pooling="mean")
+    assert mean.regressor[1].in_features == 32
+    with torch.no_grad():
+        assert mean(input_ids=b["input_ids"]).scores.shape == (3, 2)
 
 
 def test_generation_loss_trains_the_decoder_to_the_reference():
@@ -64,6 +82,43 @@ def test_config_rejects_what_it_cannot_build():
         RadeConfig(backbone="seq2seq")
     with pytest.raises(ValueError, match="score_min"):
         RadeConfig(score_min=5, score_max=1)
+    with pytest.raises(ValueError, match="pooling 'cls'"):
+        RadeConfig(pooling="cls")
+
+
+def test_small_checkpoints_hold_what_training_changes_and_load_complete(tmp_path):
+    """trainable_only leaves out the frozen encoder (filled from the package on load); drop_decoder leaves out the
+    decoder (a scoring checkpoint); both score exactly as the model they were saved from."""
+    from safetensors import safe_open
+
+    torch.manual_seed(0)
+    model = RadeModel.from_base_encoder(RadeConfig(regressor_dims=[8], trainable_encoder_layers=1)).eval()
+    model.freeze_for_training()
+    trained = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert not any(n.startswith(("encoder.embeddings.", "encoder.encoder.layer.4.")) for n in trained)
+    assert any(n.startswith("encoder.encoder.layer.5.") for n in trained)
+    assert any(n.startswith("decoder.") for n in trained)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name in trained:
+                param.add_(0.01)
+    ids = torch.randint(1000, 2000, (2, 10))
+    segments = torch.tensor([[0] * 4 + [1] * 3 + [2] * 3] * 2)
+    with torch.no_grad():
+        expected = model(input_ids=ids, segment_ids=segments).scores
+    model.save_pretrained(tmp_path / "run", trainable_only=True)
+    model.save_pretrained(tmp_path / "scoring", trainable_only=True, drop_decoder=True)
+    with safe_open(str(tmp_path / "scoring" / "model.safetensors"), "pt") as fh:
+        keys = set(fh.keys())
+    assert keys and not any(k.startswith(("decoder.", "encoder.embeddings.", "encoder.encoder.layer.0.")) for k in keys)
+    for folder, has_decoder in (("run", True), ("scoring", False)):
+        again, info = RadeModel.from_pretrained(tmp_path / folder, output_loading_info=True)
+        assert hasattr(again, "decoder") == has_decoder and info["filled_from_base_encoder"]
+        with torch.no_grad():
+            torch.testing.assert_close(again.eval()(input_ids=ids, segment_ids=segments).scores, expected)
+    scoring = RadeModel.from_pretrained(tmp_path / "scoring")
+    with pytest.raises(ValueError, match="saved for scoring, without its decoder"):
+        scoring(input_ids=ids, segment_ids=segments, context_input_ids=ids, reference_labels=ids)
 
 
 def test_a_seq2seq_backbone_such_as_bart_works():

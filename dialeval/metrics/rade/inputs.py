@@ -1,7 +1,9 @@
 """RADE's model inputs, built the same way for training and scoring.
 
 The evaluator reads ``[CLS] context [SEP] reference [SEP] candidate [SEP]`` (token type 0 for the context part, 1
-after it); with ``use_reference=False`` (the plain regressor baseline) ``[CLS] context [SEP] candidate [SEP]``.
+after it; segment ids 0, 1 and 2 for the context, the reference and the candidate, each with its closing ``[SEP]``,
+which ``RadeConfig.pooling="segments"`` pools apart); with ``use_reference=False`` (the plain regressor baseline)
+``[CLS] context [SEP] candidate [SEP]``.
 The reference and the candidate keep at most ``max_reference_length`` tokens each (their beginning); the context
 gets the rest of ``max_seq_length`` and keeps its most recent tokens. Context turns are joined with a space.
 Anything cut is counted in :attr:`RadeInputBuilder.truncated`.
@@ -30,10 +32,14 @@ def base_tokenizer(base_encoder: str):
     return AutoTokenizer.from_pretrained(path, local_files_only=local_only)
 
 
+CONTEXT, REFERENCE, CANDIDATE = 0, 1, 2
+
+
 @dataclass(frozen=True)
 class EvaluatorInput:
     ids: list[int]
     type_ids: list[int]
+    segment_ids: list[int]
 
 
 class RadeInputBuilder:
@@ -75,11 +81,14 @@ class RadeInputBuilder:
         out = []
         for i, (ctx, cand) in enumerate(zip(context_ids, candidate_ids)):
             tail = self._head(cand) + [self.sep]
+            segments = [CANDIDATE] * len(tail)
             if reference_ids is not None:
-                tail = self._head(reference_ids[i]) + [self.sep] + tail
+                ref = self._head(reference_ids[i]) + [self.sep]
+                tail, segments = ref + tail, [REFERENCE] * len(ref) + segments
             ctx = self._tail(ctx, self.max_seq_length - len(tail) - 2)
             head = [self.cls, *ctx, self.sep]
-            out.append(EvaluatorInput(ids=head + tail, type_ids=[0] * len(head) + [1] * len(tail)))
+            out.append(EvaluatorInput(ids=head + tail, type_ids=[0] * len(head) + [1] * len(tail),
+                                      segment_ids=[CONTEXT] * len(head) + segments))
         return out
 
     def context_ids(self, contexts: Sequence[Sequence[str]]) -> list[list[int]]:
@@ -113,7 +122,8 @@ class RadeInputBuilder:
     def evaluator_batch(self, inputs: Sequence[EvaluatorInput], *, width: int | None = None) -> dict[str, torch.Tensor]:
         ids, mask = self.pad_batch([x.ids for x in inputs], width=width)
         types, _ = self.pad_batch([x.type_ids for x in inputs], width=ids.shape[1], fill=0)
-        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        segments, _ = self.pad_batch([x.segment_ids for x in inputs], width=ids.shape[1], fill=-1)
+        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types, "segment_ids": segments}
 
     def generation_batch(self, context_ids: Sequence[Sequence[int]], labels: Sequence[Sequence[int]]
                          ) -> dict[str, torch.Tensor]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from ...training.options import TrainingOptions, TrainingOptionsError, option
 from .data import RADE_SETS
@@ -21,7 +21,10 @@ class RadeTrainingOptions(TrainingOptions):
     seed: int = 42
     epochs: int = 10
     batch_size: int = option(16, min=1, help="Examples per step.")
-    learning_rate: float = option(5e-5, min=0, help="Adam learning rate (the paper's 5e-5).")
+    learning_rate: float = option(5e-5, min=0, help="Adam learning rate of the encoder and decoder (the paper's "
+                                                    "5e-5).")
+    head_learning_rate: float = option(1e-3, min=0, help="Adam learning rate of the score regressor, a new MLP (at "
+                                                         "5e-5 it stayed at the mean score for a CPU-sized run).")
     stage: int = option(2, min=1, help="1: cross-domain pre-training (RADE(PT)); 2: task-specific training "
                                           "(RADE(TS)), from --init-from or from the base encoder.")
     sets: str = option(",".join(RADE_SETS), help="Stage 2: the RADE sets trained (and validated) on, "
@@ -40,6 +43,9 @@ class RadeTrainingOptions(TrainingOptions):
     max_seq_length: int = option(256, min=16, help="Tokens of the evaluator's input.")
     max_reference_length: int = option(64, min=4, help="Tokens of the reference and of the candidate (each) and "
                                                        "of a generated reference.")
+    pooling: Literal["segments", "mean"] = option(
+        "segments", help="Regressor input: segments (the means of the context, reference and candidate tokens with "
+                         "their products) or mean (one mean over every token).")
     use_reference: bool = option(True, flag="reference-input", help="The reference is part of the input (off: the "
                                                                     "paper's plain regressor baseline).")
     reference_mse: bool = option(True, help="Stage 2: MSE on the reference's score (off: ablation).")

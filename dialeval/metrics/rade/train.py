@@ -9,8 +9,9 @@ Steps:
    or, with ``--init-from``, from another run's ``best/`` (stage 2 after stage 1). The top
    ``--trainable-encoder-layers`` encoder layers, the decoder and the regressor train; the rest stays the encoder
    package's.
-3. **Training** on the shared loop: Adam (the paper's betas 0.98 / 0.97 and learning rate 5e-5), batches in a seeded
-   random order, the stage's loss (:mod:`.losses`; each term switchable). Validation every ``eval_every`` steps and
+3. **Training** on the shared loop: Adam (the paper's betas 0.98 / 0.97 and learning rate 5e-5; the new score
+   regressor at ``--head-learning-rate``, 1e-3), batches in a seeded random order, the stage's loss (:mod:`.losses`;
+   each term switchable). Validation every ``eval_every`` steps and
    at the end: per set, (Pearson + Spearman) / 2 of the predicted candidate score against its label, averaged over
    the sets (``val_correlation``); the best is kept in ``best/`` (the trained weights and the decoder, to train
    further from), and a finished run writes ``scoring/``: the same model without its decoder, which is all scoring
@@ -92,18 +93,18 @@ def build_model(opts: RadeTrainingOptions):
         path = resolve_checkpoint(opts.init_from, METRIC, "dialeval train rade --stage 1")
         model = RadeModel.from_pretrained(path, dtype=torch.float32)
         fixed = {"max_seq_length": opts.max_seq_length, "max_reference_length": opts.max_reference_length,
-                 "use_reference": opts.use_reference}
+                 "use_reference": opts.use_reference, "pooling": opts.pooling}
         differs = {k: (getattr(model.config, k), v) for k, v in fixed.items() if getattr(model.config, k) != v}
         if differs:
             raise TrainingOptionsError(f"--init-from {opts.init_from} was trained with other inputs: " + ", ".join(
                 f"{k}={old} (now {new})" for k, (old, new) in differs.items()))
         if opts.generation and not model.config.use_decoder:
-            raise TrainingOptionsError(f"--init-from {path} has no decoder (a scoring checkpoint): start from a run's best/, "
-                             "or train with --no-generation")
+            raise TrainingOptionsError(f"--init-from {path} has no decoder (a scoring checkpoint): start from a run's "
+                                       "best/, or train with --no-generation")
         model.config.trainable_encoder_layers = opts.trainable_encoder_layers
     else:
         config = RadeConfig(max_seq_length=opts.max_seq_length, max_reference_length=opts.max_reference_length,
-                            use_reference=opts.use_reference, use_decoder=opts.generation,
+                            use_reference=opts.use_reference, pooling=opts.pooling, use_decoder=opts.generation,
                             trainable_encoder_layers=opts.trainable_encoder_layers,
                             regressor_dropout=opts.regressor_dropout)
         torch.manual_seed(opts.seed)
@@ -224,7 +225,8 @@ def run(opts: RadeTrainingOptions) -> dict:
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation
     args = TrainingArguments(
         output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
-        weight_decay=0.0, warmup_ratio=opts.warmup_ratio, max_grad_norm=1.0, optimizer="adam",
+        head_learning_rate=opts.head_learning_rate, weight_decay=0.0, warmup_ratio=opts.warmup_ratio,
+        max_grad_norm=1.0, optimizer="adam",
         adam_betas=(opts.adam_beta1, opts.adam_beta2), eval_every=opts.eval_every or steps_per_epoch,
         log_every=max(1, min(20, steps_per_epoch)), max_steps=opts.max_steps, device=opts.device,
         **shared_loop_arguments(opts, started=t0),
@@ -232,7 +234,8 @@ def run(opts: RadeTrainingOptions) -> dict:
     start = time.perf_counter()
     result = train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
                    loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_correlation",
-                   greater_is_better=True, resume=opts.resume, collate=collate)
+                   greater_is_better=True, resume=opts.resume, collate=collate,
+                   is_head=lambda name: name.startswith("regressor."))
     train_seconds = time.perf_counter() - start
     device = next(model.parameters()).device
     seen = {"device": device_description(device),
