@@ -18,26 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputFileError
+from ..textfiles import jsonl_objects, read_text
 
 __all__ = ["LIST_COLUMNS", "read_rows", "read_text", "write_rows"]
 
 #: CSV columns that hold a list (of turns, messages or references)
 LIST_COLUMNS = ("context", "dialogue", "references")
-
-
-def read_text(path: Path) -> str:
-    """The UTF-8 text of ``path`` (a byte-order mark is dropped); :class:`InputFileError` if it cannot be read."""
-    if not path.exists():
-        raise InputFileError(f"{path} does not exist")
-    if path.is_dir():
-        raise InputFileError(f"{path} is a folder; expected a file")
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = data[:err.start].count(b"\n") + 1
-        raise InputFileError(f"{path}:{line}: not UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start}); "
-                             "save the file as UTF-8") from None
 
 
 def read_rows(path: Path, turn_separator: str | None = None) -> list[dict[str, Any]]:
@@ -50,19 +36,7 @@ def read_rows(path: Path, turn_separator: str | None = None) -> list[dict[str, A
 
 
 def _jsonl_rows(path: Path, text: str) -> list[dict[str, Any]]:
-    rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputFileError(f"{path}:{n}: not valid JSON ({err.msg} at column {err.colno})") from None
-        if not isinstance(row, dict):
-            raise InputFileError(f"{path}:{n}: expected a JSON object with the item's fields, got "
-                                 f"{type(row).__name__}")
-        rows.append(row)
-    return rows
+    return [row for _, row in jsonl_objects(path, text)]
 
 
 def _csv_rows(path: Path, text: str, turn_separator: str | None) -> list[dict[str, Any]]:

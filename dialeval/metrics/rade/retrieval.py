@@ -11,12 +11,12 @@ Corpora, always named explicitly (nothing is retrieved unless asked for):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import InputError
 from ...perturb import SimilarTexts, same_text
+from ...textfiles import jsonl_objects
 
 #: Context turns that make a query (and a corpus entry's key).
 QUERY_TURNS = 2
@@ -46,23 +46,16 @@ class PseudoReferences:
         if not path.is_file():
             raise FileNotFoundError(f"pseudo_references={source!r}: neither {DAILYDIALOG!r} nor a JSONL file")
         contexts, replies = [], []
-        with open(path, encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise InputError(f"{path}:{line_no}: not JSON ({err.msg})") from None
-                context, reply = (row.get("context"), row.get("response")) if isinstance(row, dict) else (None, None)
-                if isinstance(context, str):
-                    context = [context]
-                if not (isinstance(context, list) and all(isinstance(t, str) for t in context)):
-                    raise InputError(f"{path}:{line_no}: 'context' must be a string or a list of strings")
-                if not isinstance(reply, str) or not reply.strip():
-                    raise InputError(f"{path}:{line_no}: 'response' must be a non-empty string")
-                contexts.append(context)
-                replies.append(reply)
+        for line_no, row in jsonl_objects(path):
+            context, reply = row.get("context"), row.get("response")
+            if isinstance(context, str):
+                context = [context]
+            if not (isinstance(context, list) and all(isinstance(t, str) for t in context)):
+                raise InputError(f"{path}:{line_no}: 'context' must be a string or a list of strings")
+            if not isinstance(reply, str) or not reply.strip():
+                raise InputError(f"{path}:{line_no}: 'response' must be a non-empty string")
+            contexts.append(context)
+            replies.append(reply)
         return cls(contexts, replies, name=path.name)
 
     @classmethod
