@@ -197,6 +197,11 @@ def test_shipped_weights_hold_only_what_training_changed():
     assert encoder_layers == {"4", "5"}  # the two fine-tuned top layers of six; embeddings and layers 0-3 come from
     assert not any(k.startswith("encoder.embeddings") for k in grade)  # the encoder package
 
+    rade = load_file(str(SHIPPED / "rade" / "default" / "model.safetensors"))  # scoring only: no decoder
+    assert {k.split(".")[3] for k in rade if k.startswith("encoder.")} == {"4", "5"}
+    assert not any(k.startswith(("decoder.", "encoder.embeddings")) for k in rade)
+    assert json.loads((SHIPPED / "rade" / "default" / "config.json").read_text())["use_decoder"] is False
+
 
 def test_fingerprint_covers_weights_config_and_tables_not_code(tmp_path):
     from dialeval.scoring.checkpoints import checkpoint_fingerprint

@@ -58,7 +58,7 @@ class RadeInputBuilder:
         self.truncated = 0
 
     def _tokens(self, texts: Sequence[str]) -> list[list[int]]:
-        return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return self.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]  # cut below
 
     def _head(self, ids: list[int]) -> list[int]:
         if len(ids) > self.max_reference_length:
