@@ -39,8 +39,8 @@ def fixed_inputs(metric, config, tokenizer=None):
             ids = torch.randint(1, config.encoder_config["vocab_size"], (2, 9), generator=g)
             inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
                       "token_type_ids": torch.tensor([[0] * 5 + [1] * 4] * 2)}
-        if metric == "rade":
-            return inputs
+        if metric == "rade":  # segment pooling: the first text is the context, the second the candidate
+            return {**inputs, "segment_ids": inputs["token_type_ids"] * 2}
         inputs.update(node_features=torch.randn(2, 3, 3, config.node_feature_dim, generator=g),
                       node_mask=torch.tensor([[True, True, False], [True, False, False]]),
                       edge_index=torch.tensor([[0, 1], [1, 0]]), edge_weight=torch.tensor([1.0, 0.5]))
