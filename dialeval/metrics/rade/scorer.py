@@ -54,7 +54,6 @@ class RadeScorer(LearnedScorer):
         self.inputs = RadeInputBuilder(base_tokenizer(cfg.base_encoder), max_seq_length=cfg.max_seq_length,
                                        max_reference_length=cfg.max_reference_length, use_reference=cfg.use_reference)
         self.reference_aggregation = reference_aggregation
-        self.pseudo_references = pseudo_references
         self.retriever = (PseudoReferences.from_source(pseudo_references, data_dir=data_dir)
                           if pseudo_references is not None and cfg.use_reference else None)
         # an instance attribute: the benchmark runner and the base class read it

@@ -34,6 +34,7 @@ from ...training import (
     TrainingOptionsError,
     TrainingArguments,
     device_description,
+    replace_checkpoint,
     shared_loop_arguments,
     stopped_summary,
     train,
@@ -216,11 +217,7 @@ def run(opts: RadeTrainingOptions) -> dict:
         return validation_metrics(sets["validation"], predict(model, builder, sets["validation"]))
 
     def save_best(model, path: Path) -> None:
-        import shutil
-
-        if path.exists():
-            shutil.rmtree(path)
-        model.save_pretrained(path, trainable_only=True)
+        replace_checkpoint(model, path, trainable_only=True)
 
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation
     args = TrainingArguments(
@@ -247,11 +244,7 @@ def run(opts: RadeTrainingOptions) -> dict:
 
     best = RadeModel.from_pretrained(out / "best", dtype=torch.float32).to(device)
     scoring = out / SCORING_DIR
-    if scoring.exists():
-        import shutil
-
-        shutil.rmtree(scoring)
-    best.save_pretrained(scoring, trainable_only=True, drop_decoder=best.config.use_decoder)
+    replace_checkpoint(best, scoring, trainable_only=True, drop_decoder=best.config.use_decoder)
     reports = {f"{split}_correlations": correlations(sets[split], predict(best, builder, sets[split]))
                for split in splits_of(opts) if split != "train"}
     summary = {
