@@ -56,6 +56,15 @@ def resolve_encoder_path(name_or_path: str | os.PathLike | None) -> tuple[str, b
     return name, False
 
 
+def base_tokenizer(base_encoder: str):
+    """The tokenizer of a text encoder a model fine-tunes (its config's ``base_encoder``: a package or Hub name, or a
+    folder), for training and scoring."""
+    from transformers import AutoTokenizer
+
+    path, local_only = resolve_encoder_path(base_encoder)
+    return AutoTokenizer.from_pretrained(path, local_files_only=local_only)
+
+
 def encoder_name(path: str | os.PathLike) -> str:
     """How a checkpoint records an encoder: the package name for the bundled MiniLM, else the path or id given."""
     try:

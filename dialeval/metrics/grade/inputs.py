@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from ...backbone.encoder import base_tokenizer
 from .features import collate
 
 CONTEXT_TURNS = 2
@@ -21,16 +22,6 @@ CONTEXT_TURNS = 2
 # The files a GRADE checkpoint carries beside the model: keyword IDF and the ConceptNet graph tables.
 KEYWORDS_FILE = "keywords.json"
 GRAPH_DIR = "graph"
-
-
-def base_tokenizer(base_encoder: str):
-    """The tokenizer of the encoder GRADE fine-tunes (``GradeConfig.base_encoder``), for training and scoring."""
-    from transformers import AutoTokenizer
-
-    from ...backbone.encoder import resolve_encoder_path
-
-    path, local_only = resolve_encoder_path(base_encoder)
-    return AutoTokenizer.from_pretrained(path, local_files_only=local_only)
 
 
 def to_device(inputs: dict[str, Any], device: torch.device | str) -> dict[str, Any]:

@@ -19,17 +19,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ...backbone.encoder import base_tokenizer
+
 IGNORE_INDEX = -100
-
-
-def base_tokenizer(base_encoder: str):
-    """The tokenizer of the encoder RADE warm-starts from (``RadeConfig.base_encoder``)."""
-    from transformers import AutoTokenizer
-
-    from ...backbone.encoder import resolve_encoder_path
-
-    path, local_only = resolve_encoder_path(base_encoder)
-    return AutoTokenizer.from_pretrained(path, local_files_only=local_only)
 
 
 CONTEXT, REFERENCE, CANDIDATE = 0, 1, 2
