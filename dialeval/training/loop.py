@@ -115,27 +115,25 @@ def _epoch_stream(epoch_batches, epoch: int, skip: int, collate, workers: int) -
                                             generator=torch.Generator().manual_seed(epoch)))
 
 
-def _param_groups(model: torch.nn.Module, args: TrainingArguments, is_head: Callable[[str], bool]):
-    groups: dict[tuple[bool, bool], list] = {}
+def _param_groups(model: torch.nn.Module, args: TrainingArguments, learning_rate_of: Callable[[str], float]):
+    groups: dict[tuple[float, bool], list] = {}
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
         no_decay = name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name
-        groups.setdefault((is_head(name), no_decay), []).append(p)
-    out = []
-    for (head, no_decay), params in groups.items():
-        lr = (args.head_learning_rate or args.learning_rate) if head else args.learning_rate
-        out.append({"params": params, "lr": lr, "weight_decay": 0.0 if no_decay else args.weight_decay})
-    return out
+        groups.setdefault((float(learning_rate_of(name)), no_decay), []).append(p)
+    return [{"params": params, "lr": lr, "weight_decay": 0.0 if no_decay else args.weight_decay}
+            for (lr, no_decay), params in groups.items()]
 
 
-def _optimizer_and_schedule(model, args: TrainingArguments, is_head, total: int, steps_per_epoch: int):
+def _optimizer_and_schedule(model, args: TrainingArguments, learning_rate_of, total: int, steps_per_epoch: int):
     from transformers import get_linear_schedule_with_warmup
 
     optimizers = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
     if args.optimizer not in optimizers:
         raise ValueError(f"optimizer must be one of {sorted(optimizers)}, got {args.optimizer!r}")
-    optimizer = optimizers[args.optimizer](_param_groups(model, args, is_head), betas=tuple(args.adam_betas))
+    optimizer = optimizers[args.optimizer](_param_groups(model, args, learning_rate_of),
+                                           betas=tuple(args.adam_betas))
     if args.lr_schedule == "linear":
         return optimizer, get_linear_schedule_with_warmup(optimizer, math.ceil(args.warmup_ratio * total), total)
     if args.lr_schedule == "step":
@@ -160,8 +158,11 @@ def train(
     is_head: Callable[[str], bool] = lambda name: True,
     resume: bool = True,
     collate: Callable[[Any], Any] | None = None,
+    learning_rate_of: Callable[[str], float] | None = None,
 ) -> TrainingResult:
     """Run the loop; the best model (by ``evaluate_fn()[selection_key]``) is written with ``save_best``.
+    A parameter learns at ``args.head_learning_rate`` where ``is_head(name)``, else at ``args.learning_rate``;
+    ``learning_rate_of(name)``, when given, names each parameter's rate instead.
     ``steps_per_epoch`` counts the batches ``epoch_batches`` yields (an optimizer step takes
     ``args.gradient_accumulation`` of them); ``collate`` (default: none) turns a yielded batch into what ``loss_fn``
     takes. ``options`` is the recipe's options dataclass, saved with the loop's settings in ``training_args.json``."""
@@ -187,7 +188,10 @@ def train(
     total = steps_per_epoch * args.epochs
     if args.max_steps is not None:
         total = min(args.max_steps, total)
-    optimizer, scheduler = _optimizer_and_schedule(model, args, is_head, total, steps_per_epoch)
+    if learning_rate_of is None:
+        def learning_rate_of(name: str) -> float:
+            return (args.head_learning_rate or args.learning_rate) if is_head(name) else args.learning_rate
+    optimizer, scheduler = _optimizer_and_schedule(model, args, learning_rate_of, total, steps_per_epoch)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     (out / "training_args.json").write_text(json.dumps(
         {"options": asdict(options), "loop": {k: v for k, v in asdict(args).items() if k != "deadline"}}, indent=1))

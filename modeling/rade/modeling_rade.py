@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
 import os
 from dataclasses import dataclass
 
@@ -28,6 +29,10 @@ _ENCODER_PREFIX = "encoder."
 _DECODER_PREFIX = "decoder.bert."
 _DECODER_MODULE = "decoder."
 _TRANSFORMERS_LOAD_LOGGER = "transformers.modeling_utils"
+_ADAPTER_PREFIX = "lora_"
+#: Encoder projections that get an adapter when ``config.lora_rank > 0`` (suffixes of BERT module names).
+ADAPTED_PROJECTIONS = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+                       "intermediate.dense", "output.dense")
 
 
 @dataclass
@@ -74,6 +79,52 @@ def _masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
 
+class LoRALinear(nn.Linear):
+    """``nn.Linear`` with a low-rank update: ``y = x W^T + b + (alpha / r) * x A^T B^T``.
+
+    ``weight`` and ``bias`` keep the replaced layer's names, so the encoder package's weights load into it as they
+    are. ``lora_A`` [r, in] starts as a linear layer's weight would, ``lora_B`` [out, r] at zero, so a new adapter
+    leaves the layer as it was. (GRADE's custom code has the same class: each custom-code folder must load alone.)
+    """
+
+    def __init__(self, in_features: int, out_features: int, rank: int, alpha: float, bias: bool = True) -> None:
+        super().__init__(in_features, out_features, bias=bias)
+        self.rank, self.scale = rank, alpha / rank
+        self.lora_A = nn.Parameter(torch.empty(rank, in_features))
+        self.lora_B = nn.Parameter(torch.zeros(out_features, rank))
+        self.reset_adapter()
+
+    def reset_adapter(self) -> None:
+        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
+        nn.init.zeros_(self.lora_B)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x) + nn.functional.linear(nn.functional.linear(x, self.lora_A), self.lora_B) * self.scale
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, rank={self.rank}, scale={self.scale:g}"
+
+
+def top_layer_prefixes(encoder: BertModel, k: int) -> tuple[str, ...]:
+    """Module-name prefixes (inside ``encoder``) of its top ``k`` layers (every layer for ``k < 0``)."""
+    n = len(encoder.encoder.layer)
+    return tuple(f"encoder.layer.{i}." for i in range(0 if k < 0 else max(0, n - k), n))
+
+
+def add_adapters(encoder: BertModel, layers: int, rank: int, alpha: float) -> int:
+    """Replace each :data:`ADAPTED_PROJECTIONS` linear layer of the top ``layers`` encoder layers (-1: all) by a
+    :class:`LoRALinear` of the same shape; call before loading weights. Returns how many were replaced."""
+    prefixes = top_layer_prefixes(encoder, layers)
+    targets = [name for name, module in encoder.named_modules()
+               if isinstance(module, nn.Linear) and name.startswith(prefixes) and name.endswith(ADAPTED_PROJECTIONS)]
+    for name in targets:
+        parent_name, _, child = name.rpartition(".")
+        old = encoder.get_submodule(name)
+        setattr(encoder.get_submodule(parent_name), child,
+                LoRALinear(old.in_features, old.out_features, rank, alpha, bias=old.bias is not None))
+    return len(targets)
+
+
 class _HeldLoadReport(logging.Filter):
     """Holds back transformers' load report while `RadeModel.from_pretrained` fills what a small checkpoint lacks."""
 
@@ -93,6 +144,15 @@ class RadePreTrainedModel(PreTrainedModel):
     base_model_prefix = "rade"
     main_input_name = "input_ids"
     _supports_sdpa = True
+
+    def _init_weights(self, module: nn.Module) -> None:
+        # transformers' generic init, plus the adapters it does not know (a new adapter leaves its layer unchanged)
+        from transformers import initialization as init
+
+        super()._init_weights(module)
+        if isinstance(module, LoRALinear):
+            init.kaiming_uniform_(module.lora_A, a=math.sqrt(5))
+            init.zeros_(module.lora_B)
 
 
 class RadeModel(RadePreTrainedModel):
@@ -116,6 +176,8 @@ class RadeModel(RadePreTrainedModel):
         super().__init__(config)
         if config.backbone == "bert":
             self.encoder = BertModel(config.get_encoder_config(), add_pooling_layer=False)
+            if config.lora_rank > 0:
+                add_adapters(self.encoder, config.trainable_encoder_layers, config.lora_rank, config.lora_alpha)
             if config.use_decoder:
                 self.decoder = BertLMHeadModel(config.get_decoder_config())
             else:  # a checkpoint saved for scoring: no auxiliary decoder, nothing tied
@@ -203,14 +265,17 @@ class RadeModel(RadePreTrainedModel):
 
     def frozen_encoder_names(self) -> set[str]:
         """Encoder parameters that training leaves as they are: the embeddings and every layer below the top
-        ``config.trainable_encoder_layers`` (none when that is -1, or for a `"seq2seq"` backbone)."""
-        k = self.config.trainable_encoder_layers
-        if self.config.backbone != "bert" or k < 0:
+        ``config.trainable_encoder_layers`` (none when that is -1, or for a `"seq2seq"` backbone); with adapters
+        (``config.lora_rank > 0``) every encoder parameter but the adapters."""
+        if self.config.backbone != "bert":
             return set()
-        n = len(self.encoder.encoder.layer)
-        top = tuple(f"{_ENCODER_PREFIX}encoder.layer.{i}." for i in range(max(0, n - k), n))
-        return {name for name, _ in self.named_parameters()
-                if name.startswith(_ENCODER_PREFIX) and not name.startswith(top)}
+        encoder_names = [name for name, _ in self.named_parameters() if name.startswith(_ENCODER_PREFIX)]
+        if self.config.lora_rank > 0:
+            return {name for name in encoder_names if not name.rpartition(".")[2].startswith(_ADAPTER_PREFIX)}
+        if self.config.trainable_encoder_layers < 0:
+            return set()
+        top = tuple(_ENCODER_PREFIX + p for p in top_layer_prefixes(self.encoder, self.config.trainable_encoder_layers))
+        return {name for name in encoder_names if not name.startswith(top)}
 
     def freeze_for_training(self) -> None:
         """Freeze :meth:`frozen_encoder_names`; everything else (top encoder layers, decoder, regressor) trains."""
@@ -219,20 +284,23 @@ class RadeModel(RadePreTrainedModel):
             param.requires_grad_(name not in frozen)
 
     def save_pretrained(self, save_directory, *args, trainable_only: bool = False, drop_decoder: bool = False,
-                        **kwargs):
-        """`PreTrainedModel.save_pretrained`, plus two ways to save less:
+                        half: bool = False, **kwargs):
+        """`PreTrainedModel.save_pretrained`, plus three ways to save less:
 
         * ``trainable_only``: leave out :meth:`frozen_encoder_names` (loading fills them from
           ``config.base_encoder``);
-        * ``drop_decoder``: leave out the auxiliary decoder (a checkpoint for scoring; it cannot train further).
+        * ``drop_decoder``: leave out the auxiliary decoder (a checkpoint for scoring; it cannot train further);
+        * ``half``: store the weights in float16 (the config keeps float32, so loading computes in float32 with the
+          stored values).
         """
-        if (trainable_only or drop_decoder) and kwargs.get("state_dict") is not None:
-            raise ValueError("pass trainable_only / drop_decoder or state_dict, not both")
+        if (trainable_only or drop_decoder or half) and kwargs.get("state_dict") is not None:
+            raise ValueError("pass trainable_only / drop_decoder / half or state_dict, not both")
         if drop_decoder and self.config.backbone != "bert":
             raise ValueError("drop_decoder is for the 'bert' backbone (a seq2seq model's decoder is part of it)")
         frozen = self.frozen_encoder_names() if trainable_only else set()
-        if frozen or drop_decoder:
-            kwargs["state_dict"] = {k: v for k, v in self.state_dict().items()
+        if frozen or drop_decoder or half:
+            kwargs["state_dict"] = {k: v.to(torch.float16) if half and v.is_floating_point() else v
+                                    for k, v in self.state_dict().items()
                                     if k not in frozen and not (drop_decoder and k.startswith(_DECODER_MODULE))}
         previous = (self.config.encoder_weights_in_checkpoint, self.config.use_decoder)
         self.config.encoder_weights_in_checkpoint = not frozen
@@ -289,8 +357,9 @@ class RadeModel(RadePreTrainedModel):
                    if config.use_decoder or not k.startswith(_DECODER_MODULE)}
         missing, unexpected = model.load_state_dict(weights, strict=False)
         expected_new = ("decoder.bert.encoder.layer.", "decoder.cls.", "regressor.")
-        wrong = [k for k in missing if not k.startswith(expected_new) or
-                 (k.startswith("decoder.bert.encoder.layer.") and ".crossattention." not in k)]
+        wrong = [k for k in missing if not k.rpartition(".")[2].startswith(_ADAPTER_PREFIX) and (
+                 not k.startswith(expected_new) or
+                 (k.startswith("decoder.bert.encoder.layer.") and ".crossattention." not in k))]
         if wrong or unexpected:
             raise ValueError(f"{config.base_encoder} does not fit the configured encoder: missing {wrong[:5]}, "
                              f"unexpected {list(unexpected)[:5]}")
@@ -301,4 +370,5 @@ class RadeModel(RadePreTrainedModel):
 
 RadeModel.register_for_auto_class("AutoModel")
 
-__all__ = ["RadeModel", "RadeOutput", "RadePreTrainedModel", "map_bert_keys", "warm_start_state_dict"]
+__all__ = ["ADAPTED_PROJECTIONS", "LoRALinear", "RadeModel", "RadeOutput", "RadePreTrainedModel", "add_adapters",
+           "map_bert_keys", "top_layer_prefixes", "warm_start_state_dict"]

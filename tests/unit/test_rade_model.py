@@ -121,6 +121,48 @@ def test_small_checkpoints_hold_what_training_changes_and_load_complete(tmp_path
         scoring(input_ids=ids, segment_ids=segments, context_input_ids=ids, reference_labels=ids)
 
 
+def test_adapters_are_all_the_encoder_trains_and_a_half_precision_checkpoint_holds_only_them(tmp_path):
+    """lora_rank > 0: adapters in the top layers start as no change, are the only encoder weights that train, and a
+    trainable_only + drop_decoder + half checkpoint holds them and the regressor in float16, loads in float32 and
+    scores as the model whose weights were rounded to float16."""
+    from safetensors import safe_open
+
+    torch.manual_seed(0)
+    plain = RadeModel.from_base_encoder(RadeConfig(regressor_dims=[8])).eval()
+    model = RadeModel.from_base_encoder(RadeConfig(regressor_dims=[8], lora_rank=4)).eval()
+    missing, unexpected = model.load_state_dict(plain.state_dict(), strict=False)  # the same regressor
+    assert not unexpected and missing and all(k.rpartition(".")[2] in ("lora_A", "lora_B") for k in missing)
+    ids = torch.randint(1000, 2000, (2, 10))
+    segments = torch.tensor([[0] * 4 + [1] * 3 + [2] * 3] * 2)
+    with torch.no_grad():  # a new adapter changes nothing
+        torch.testing.assert_close(model(input_ids=ids, segment_ids=segments).scores,
+                                   plain(input_ids=ids, segment_ids=segments).scores)
+    model.freeze_for_training()
+    encoder_trained = {n for n, p in model.named_parameters() if p.requires_grad and n.startswith("encoder.")}
+    assert encoder_trained and all(n.rpartition(".")[2] in ("lora_A", "lora_B") for n in encoder_trained)
+    assert {n.split(".")[3] for n in encoder_trained} == {"4", "5"}  # the top two layers
+    assert len(encoder_trained) == 2 * 2 * 6  # A and B of six projections in each
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if param.requires_grad and not name.startswith("decoder."):
+                param.add_(0.01 * torch.randn_like(param))
+    model.save_pretrained(tmp_path / "scoring", trainable_only=True, drop_decoder=True, half=True)
+    with safe_open(str(tmp_path / "scoring" / "model.safetensors"), "pt") as fh:
+        stored = {k: fh.get_tensor(k) for k in fh.keys()}
+    assert set(stored) == {n for n, p in model.named_parameters() if p.requires_grad and not n.startswith("decoder.")}
+    assert {t.dtype for t in stored.values()} == {torch.float16}
+    again = RadeModel.from_pretrained(tmp_path / "scoring").eval()
+    assert next(again.parameters()).dtype == torch.float32
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name in stored:
+                param.copy_(param.half().float())
+        torch.testing.assert_close(again(input_ids=ids, segment_ids=segments).scores,
+                                   model(input_ids=ids, segment_ids=segments).scores)
+    with pytest.raises(ValueError, match="lora_rank must be >= 0"):
+        RadeConfig(lora_rank=-1)
+
+
 def test_a_seq2seq_backbone_such_as_bart_works():
     bart = BartConfig(vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
                       decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import run_cli_blocking
 from typer.testing import CliRunner
 
@@ -132,20 +133,25 @@ def test_stage2_trains_from_a_prepared_folder_without_datasets_and_writes_a_scor
     with safe_open(str(run / "best" / "model.safetensors"), "pt") as fh:
         best_keys = set(fh.keys())
     with safe_open(str(run / "scoring" / "model.safetensors"), "pt") as fh:
-        scoring_keys = set(fh.keys())
+        scoring = {k: fh.get_tensor(k) for k in fh.keys()}
+    scoring_keys = set(scoring)
     assert any(k.startswith("decoder.") for k in best_keys)
     assert scoring_keys == {k for k in best_keys if not k.startswith("decoder.")}
     assert {k.split(".")[3] for k in scoring_keys if k.startswith("encoder.encoder.layer.")} == {"5"}  # top layer
+    # by default the layer trains through adapters: the checkpoint holds them, in float16, and the regressor
+    assert {k.rpartition(".")[2] for k in scoring_keys if k.startswith("encoder.")} == {"lora_A", "lora_B"}
+    assert {t.dtype for t in scoring.values()} == {torch.float16}
     assert not any(k.startswith("encoder.embeddings.") for k in scoring_keys)
     config = json.loads((run / "scoring" / "config.json").read_text())
     assert config["use_decoder"] is False and config["encoder_weights_in_checkpoint"] is False
 
-    # the scoring checkpoint scores like the run's best (the decoder plays no part in a score)
+    # the scoring checkpoint scores like the run's best (the decoder plays no part in a score; float16 storage
+    # rounds the trained weights)
     import dialeval
 
     item = {"contexts": [["Shall we talk about music?"]], "responses": ["I like music."], "references": ["Sure."]}
     assert dialeval.load_scorer("rade", checkpoint=run / "scoring", device="cpu").score(**item).scores == \
-        dialeval.load_scorer("rade", checkpoint=run, device="cpu").score(**item).scores
+        pytest.approx(dialeval.load_scorer("rade", checkpoint=run, device="cpu").score(**item).scores, abs=2e-3)
 
 
 def test_stage2_continues_from_stage1(data, tmp_path):
@@ -162,3 +168,6 @@ def test_stage2_continues_from_stage1(data, tmp_path):
     assert set(summary["test_correlations"]) == {"emotion", "all"} and summary["loss_weights"]["ranking"] == 0
     refused = invoke(tmp_path / "other", "--data-dir", str(data), "--init-from", str(pt), "--max-seq-length", "80")
     assert refused.exit_code == 2 and "max_seq_length=64 (now 80)" in refused.output, refused.output
+    refused = invoke(tmp_path / "other", "--data-dir", str(data), "--init-from", str(pt), "--trainable-encoder-layers",
+                     "2")
+    assert refused.exit_code == 2 and "trainable_encoder_layers=1 (now 2)" in refused.output, refused.output

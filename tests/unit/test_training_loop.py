@@ -125,3 +125,21 @@ def test_bf16_autocast_trains_and_bad_precision_is_refused(tmp_path):
 def test_more_accumulation_than_batches_is_refused(tmp_path):
     with pytest.raises(ValueError, match="gradient-accumulation"):
         _run(tmp_path, gradient_accumulation=STEPS)
+
+
+def test_learning_rate_of_names_each_parameters_rate(tmp_path):
+    """A rate of 0 leaves a parameter as it was; the others train."""
+    def run(out, **kwargs):
+        model = _model()
+        before = {k: v.clone() for k, v in model.state_dict().items()}
+        args = TrainingArguments(output_dir=str(out), epochs=1, learning_rate=1e-2, log_every=10_000, eval_every=10_000, device="cpu", max_steps=20)
+        train(model, args=args, options=Tiny(), epoch_batches=_epoch_batches, steps_per_epoch=STEPS // 2,
+              loss_fn=lambda m, b: torch.nn.functional.mse_loss(m(b["x"]), b["y"]),
+              evaluate_fn=lambda m: {"w": 0.0}, save_best=lambda m, path: None, selection_key="w",
+              greater_is_better=True, collate=_collate, **kwargs)
+        return {k for k, v in model.state_dict().items() if not torch.equal(v, before[k])}
+
+    assert run(tmp_path / "a", learning_rate_of=lambda name: 0.0 if name.startswith("0.") else 1e-2) == \
+        {"3.weight", "3.bias"}
+    assert run(tmp_path / "b", learning_rate_of=lambda name: 0.0 if name.startswith("3.") else 1e-2) == \
+        {"0.weight", "0.bias"}

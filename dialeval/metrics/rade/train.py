@@ -7,16 +7,16 @@ Steps:
    ``prepared.json``. Tokenising happens at train time, so a prepared folder trains on any machine.
 2. **Model**: warm-started from the base encoder (the bundled MiniLM as encoder and decoder, cross-attention new)
    or, with ``--init-from``, from another run's ``best/`` (stage 2 after stage 1). The top
-   ``--trainable-encoder-layers`` encoder layers, the decoder and the regressor train; the rest stays the encoder
-   package's.
+   ``--trainable-encoder-layers`` encoder layers train through low-rank adapters (``--lora-rank``; 0 trains the
+   layers themselves), and the decoder and the regressor train; the rest stays the encoder package's.
 3. **Training** on the shared loop: Adam (the paper's betas 0.98 / 0.97 and learning rate 5e-5; the new score
-   regressor at ``--head-learning-rate``, 1e-3), batches in a seeded random order, the stage's loss (:mod:`.losses`;
+   regressor at ``--head-learning-rate``, 1e-3, the adapters at ``--adapter-learning-rate``, 1e-4), batches in a seeded random order, the stage's loss (:mod:`.losses`;
    each term switchable). Validation every ``eval_every`` steps and
    at the end: per set, (Pearson + Spearman) / 2 of the predicted candidate score against its label, averaged over
    the sets (``val_correlation``); the best is kept in ``best/`` (the trained weights and the decoder, to train
-   further from), and a finished run writes ``scoring/``: the same model without its decoder, which is all scoring
-   needs (the shipped checkpoint is such a folder).
-4. **Report** (``summary.json``): the best checkpoint's Pearson / Spearman / Kendall on each set's test split
+   further from), and a finished run writes ``scoring/``: the same model without its decoder, what training
+   changed stored in float16, which is all scoring needs (the shipped checkpoint is such a folder).
+4. **Report** (``summary.json``): the ``scoring/`` checkpoint's Pearson / Spearman / Kendall on each set's test split
    (stage 2) and validation split, with the training device and the examples seen.
 """
 
@@ -94,7 +94,10 @@ def build_model(opts: RadeTrainingOptions):
         path = resolve_checkpoint(opts.init_from, METRIC, "dialeval train rade --stage 1")
         model = RadeModel.from_pretrained(path, dtype=torch.float32)
         fixed = {"max_seq_length": opts.max_seq_length, "max_reference_length": opts.max_reference_length,
-                 "use_reference": opts.use_reference, "pooling": opts.pooling}
+                 "use_reference": opts.use_reference, "pooling": opts.pooling, "lora_rank": opts.lora_rank,
+                 "regressor_dims": [opts.regressor_hidden]}
+        if opts.lora_rank:  # the adapters sit in these layers
+            fixed["trainable_encoder_layers"] = opts.trainable_encoder_layers
         differs = {k: (getattr(model.config, k), v) for k, v in fixed.items() if getattr(model.config, k) != v}
         if differs:
             raise TrainingOptionsError(f"--init-from {opts.init_from} was trained with other inputs: " + ", ".join(
@@ -106,12 +109,24 @@ def build_model(opts: RadeTrainingOptions):
     else:
         config = RadeConfig(max_seq_length=opts.max_seq_length, max_reference_length=opts.max_reference_length,
                             use_reference=opts.use_reference, pooling=opts.pooling, use_decoder=opts.generation,
-                            trainable_encoder_layers=opts.trainable_encoder_layers,
-                            regressor_dropout=opts.regressor_dropout)
+                            trainable_encoder_layers=opts.trainable_encoder_layers, lora_rank=opts.lora_rank,
+                            regressor_dims=[opts.regressor_hidden], regressor_dropout=opts.regressor_dropout)
         torch.manual_seed(opts.seed)
         model = RadeModel.from_base_encoder(config)
     model.freeze_for_training()
     return model
+
+
+def learning_rates(opts: RadeTrainingOptions):
+    """Each parameter's learning rate, by name: the score regressor ``--head-learning-rate``, the encoder's low-rank
+    adapters ``--adapter-learning-rate``, the pretrained encoder and decoder weights ``--learning-rate``."""
+    def learning_rate_of(name: str) -> float:
+        if name.startswith("regressor."):
+            return opts.head_learning_rate
+        if name.rpartition(".")[2].startswith("lora_"):
+            return opts.adapter_learning_rate
+        return opts.learning_rate
+    return learning_rate_of
 
 
 class ExampleBatcher:
@@ -232,7 +247,7 @@ def run(opts: RadeTrainingOptions) -> dict:
     result = train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
                    loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_correlation",
                    greater_is_better=True, resume=opts.resume, collate=collate,
-                   is_head=lambda name: name.startswith("regressor."))
+                   learning_rate_of=learning_rates(opts))
     train_seconds = time.perf_counter() - start
     device = next(model.parameters()).device
     seen = {"device": device_description(device),
@@ -242,10 +257,12 @@ def run(opts: RadeTrainingOptions) -> dict:
 
     from ...modeling.rade import RadeModel
 
-    best = RadeModel.from_pretrained(out / "best", dtype=torch.float32).to(device)
+    best = RadeModel.from_pretrained(out / "best", dtype=torch.float32)
     scoring = out / SCORING_DIR
-    replace_checkpoint(best, scoring, trainable_only=True, drop_decoder=best.config.use_decoder)
-    reports = {f"{split}_correlations": correlations(sets[split], predict(best, builder, sets[split]))
+    replace_checkpoint(best, scoring, trainable_only=True, drop_decoder=best.config.use_decoder, half=True)
+    # the report is of the checkpoint as it ships (float16 weights, computed in float32)
+    shipped = RadeModel.from_pretrained(scoring, dtype=torch.float32).to(device)
+    reports = {f"{split}_correlations": correlations(sets[split], predict(shipped, builder, sets[split]))
                for split in splits_of(opts) if split != "train"}
     summary = {
         "finished": True, "stage": opts.stage, "examples": {split: len(v) for split, v in sets.items()},
