@@ -1,7 +1,10 @@
-"""Where the real corpora and human-judgement sets live.
+"""Where the real corpora and human-judgement sets live, and where derived files are cached.
 
-Order: an explicit ``data_dir`` argument, then the ``DIALEVAL_DATA_DIR`` environment variable, then
+Data: an explicit ``data_dir`` argument, then the ``DIALEVAL_DATA_DIR`` environment variable, then
 ``../shared/data`` seen from the current directory, then ``../shared/data`` seen from this source checkout.
+
+Cache (:func:`cache_dir`): ``$DIALEVAL_CACHE_DIR/<kind>``, else ``$XDG_CACHE_HOME/dialeval/<kind>``, else
+``~/.cache/dialeval/<kind>``.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from pathlib import Path
 
 from .errors import DataDirNotFound
 
-__all__ = ["ENV_VAR", "DataDirNotFound", "data_file", "resolve_data_dir"]
+__all__ = ["CACHE_ENV_VAR", "ENV_VAR", "DataDirNotFound", "cache_dir", "data_file", "resolve_data_dir"]
 
 ENV_VAR = "DIALEVAL_DATA_DIR"
+CACHE_ENV_VAR = "DIALEVAL_CACHE_DIR"
 
 
 def _candidates(data_dir: str | os.PathLike | None) -> list[Path]:
@@ -42,3 +46,11 @@ def data_file(relative: str, data_dir: str | os.PathLike | None = None) -> Path:
     if not path.exists():
         raise DataDirNotFound(f"{path} does not exist: is {resolve_data_dir(data_dir)} the dialeval data directory?")
     return path
+
+
+def cache_dir(kind: str) -> Path:
+    """The cache folder for one kind of derived file (``grade``, ``amr_graphs``, ...); see the module docstring."""
+    if os.environ.get(CACHE_ENV_VAR):
+        return Path(os.environ[CACHE_ENV_VAR]) / kind
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "dialeval" / kind

