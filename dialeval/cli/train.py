@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from ..metrics.amr_eval.options import AmrEvalTrainingOptions
 from ..metrics.bert_ruber.options import BertRuberTrainingOptions
 from ..metrics.dynaeval.options import DynaEvalTrainingOptions
 from ..metrics.grade.options import GradeTrainingOptions
@@ -64,12 +65,20 @@ def _rade_line(opts: RadeTrainingOptions, s: dict) -> str:
             f"{s['steps']}{tested}; {_checkpoint(opts)} (for scoring: {s['scoring_checkpoint']})")
 
 
+def _amr_eval_line(opts: AmrEvalTrainingOptions, s: dict) -> str:
+    test = "".join(f"; test positive vs {kind}: accuracy {v['accuracy']:.3f}, AUC {v['auc']:.3f}"
+                   for kind, v in s["test_discrimination"].items())
+    return (f"amr-eval ({s['graph_source']}): best val_accuracy {s['best_val_accuracy']:.4f} at step "
+            f"{s['best_step']} of {s['steps']}{test}; {_checkpoint(opts)}")
+
+
 RECIPES: dict[str, Recipe] = {
     "grade": Recipe(GradeTrainingOptions, "dialeval.metrics.grade.train", _grade_line),
     "dynaeval": Recipe(DynaEvalTrainingOptions, "dialeval.metrics.dynaeval.train", _dynaeval_line),
     "bert-ruber": Recipe(BertRuberTrainingOptions, "dialeval.metrics.bert_ruber.train", _bert_ruber_line),
     "pone": Recipe(PoneTrainingOptions, "dialeval.metrics.pone.train", _pone_line),
     "rade": Recipe(RadeTrainingOptions, "dialeval.metrics.rade.train", _rade_line),
+    "amr-eval": Recipe(AmrEvalTrainingOptions, "dialeval.metrics.amr_eval.train", _amr_eval_line),
 }
 
 

@@ -30,6 +30,7 @@ METRICS.update({
     "bert_ruber_unref": "dialeval.metrics.bert_ruber.scorer:BertRuberUnrefScorer",
     "pone": "dialeval.metrics.pone.scorer:PoneScorer",
     "rade": "dialeval.metrics.rade.scorer:RadeScorer",
+    "amr_eval": "dialeval.metrics.amr_eval.scorer:AmrEvalScorer",
 })
 
 

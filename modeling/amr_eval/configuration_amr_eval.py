@@ -61,6 +61,8 @@ class AmrEvalConfig(PretrainedConfig):
             instead of the layers; 0 trains the layers themselves.
         lora_alpha (`float`, *optional*, defaults to 16.0): adapter scale numerator (the update is
             ``(lora_alpha / lora_rank) * B A``).
+        graph_source (`str`, *optional*): the signature of the graph source the model was trained on (for example
+            ``dependency(model=en_core_web_sm-3.8.0,...)``); a scorer reads graphs from the same kind of source.
         encoder_weights_in_checkpoint (`bool`, *optional*, defaults to `True`): written by `save_pretrained`.
     """
 
@@ -83,6 +85,7 @@ class AmrEvalConfig(PretrainedConfig):
         trainable_encoder_layers: int = 2,
         lora_rank: int = 8,
         lora_alpha: float = 16.0,
+        graph_source: str | None = None,
         encoder_weights_in_checkpoint: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -113,6 +116,7 @@ class AmrEvalConfig(PretrainedConfig):
         self.trainable_encoder_layers = int(trainable_encoder_layers)
         self.lora_rank = int(lora_rank)
         self.lora_alpha = float(lora_alpha)
+        self.graph_source = graph_source
         self.encoder_weights_in_checkpoint = bool(encoder_weights_in_checkpoint)
         super().__init__(**kwargs)
 

@@ -1,0 +1,79 @@
+"""The options of the AMR evaluator's training recipe (``dialeval train amr-eval``; :mod:`.train`), declared once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from ...training.options import TrainingOptions, TrainingOptionsError, option
+from .data import NEGATIVE_KINDS
+
+
+@dataclass(kw_only=True)
+class AmrEvalTrainingOptions(TrainingOptions):
+    """The small model (SLM): positives against negatives of DailyDialog++'s dev contexts, cross-entropy plus a
+    contrastive loss that aligns the text and graph vectors of positives, AdamW."""
+
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("graph_source", "amrlib_model_dir", "penman_files", "negatives")
+
+    seed: int = 42
+    epochs: int = 3
+    batch_size: int = option(16, min=1, help="Examples per step.")
+    learning_rate: float = option(5e-5, min=0, help="AdamW learning rate of the encoder's trained weights.")
+    head_learning_rate: float = option(1e-3, min=0, help="AdamW learning rate of the new modules (projections, graph "
+                                                         "transformer, gate, classifier).")
+    adapter_learning_rate: float = option(1e-4, min=0, help="AdamW learning rate of the encoder's low-rank "
+                                                            "adapters.")
+    graph_source: Literal["dependency", "amrlib", "penman"] = option(
+        "dependency", help="Where the utterance graphs come from: 'dependency' (spaCy's parse reduced to content "
+                           "words: not AMR, the stand-in that runs anywhere), 'amrlib' (an installed amrlib parse "
+                           "model, --amrlib-model-dir) or 'penman' (your graphs, --penman-files).")
+    amrlib_model_dir: str | None = option(None, help="The amrlib parse model folder (--graph-source amrlib).")
+    penman_files: str | None = option(None, help="Comma-separated PENMAN files with '# ::snt' lines covering every "
+                                                 "utterance (--graph-source penman).")
+    negatives: str = option("adversarial", help="Negative kinds trained on, comma-separated: adversarial (the "
+                                                "paper's), random.")
+    max_relations: int = option(48, min=0, help="Relation labels with an embedding of their own (the most frequent "
+                                                "in the training graphs); the rest share one.")
+    use_graph: bool = option(True, flag="graph", help="The graph branch (off: ablation 'no graph').")
+    use_gate: bool = option(True, flag="gate", help="The sigmoid gate (off: ablation 'no gate', plain "
+                                                     "concatenation).")
+    contrastive_weight: float = option(0.1, min=0, help="Weight of the contrastive loss (0: ablation 'no "
+                                                        "contrastive loss').")
+    contrastive_scale: float = option(20.0, min=0, help="Cosine similarities are multiplied by this before the "
+                                                        "contrastive softmax.")
+    hidden_size: int = option(128, min=8, help="Width of the projected text and graph vectors and of the graph "
+                                               "transformer.")
+    graph_layers: int = option(2, min=1, help="Graph transformer layers.")
+    trainable_encoder_layers: int = option(2, min=-1, help="Top encoder layers trained (-1: all).")
+    lora_rank: int = option(8, min=0, help="Train those layers through low-rank adapters of this rank (0: the layers "
+                                           "themselves).")
+    max_seq_length: int = option(256, min=72, help="Tokens of the context + response text.")
+
+    @property
+    def negative_kinds(self) -> tuple[str, ...]:
+        return tuple(k.strip() for k in self.negatives.split(",") if k.strip())
+
+    def check(self) -> None:
+        super().check()
+        kinds = self.negative_kinds
+        if not kinds or any(k not in NEGATIVE_KINDS for k in kinds):
+            raise TrainingOptionsError(f"negatives must name some of {', '.join(NEGATIVE_KINDS)}, got "
+                                       f"{self.negatives!r}")
+        if self.graph_source == "amrlib" and not self.amrlib_model_dir:
+            raise TrainingOptionsError("--graph-source amrlib needs --amrlib-model-dir")
+        if self.graph_source == "penman" and not self.penman_files:
+            raise TrainingOptionsError("--graph-source penman needs --penman-files")
+        if self.use_gate and not self.use_graph:
+            raise TrainingOptionsError("the gate mixes text and graph: with --no-graph add --no-gate")
+        if self.hidden_size % 4:
+            raise TrainingOptionsError(f"hidden_size must be a multiple of 4 (the graph heads), got "
+                                       f"{self.hidden_size}")
+
+    def graph_source_options(self) -> dict:
+        """The keyword arguments of :func:`~.graph_sources.load_graph_source` for :attr:`graph_source`."""
+        if self.graph_source == "amrlib":
+            return {"model_dir": self.amrlib_model_dir}
+        if self.graph_source == "penman":
+            return {"files": [p.strip() for p in self.penman_files.split(",") if p.strip()]}
+        return {}

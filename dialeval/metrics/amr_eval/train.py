@@ -1,0 +1,288 @@
+"""The AMR evaluator's training recipe: ``dialeval train amr-eval``.
+
+Steps:
+1. **Preparation** (needs the data directory and the graph source; ``--prepare-only`` stops after it): the examples
+   of each split (:mod:`.data`: train and validation from DailyDialog++'s dev contexts, test from its test file with
+   both negative kinds), the graph of every distinct utterance from ``--graph-source`` (through the per-utterance
+   cache) in ``graphs.jsonl.gz``, and the relation labels that get an embedding (the ``--max-relations`` most frequent
+   in the training graphs, context joins included) in ``relations.json``; then the manifest. Training needs neither
+   spaCy nor the data afterwards.
+2. **Model**: `AmrEvalModel` with the bundled MiniLM; the top ``--trainable-encoder-layers`` train through adapters
+   (``--lora-rank``), the graph branch, gate and classifier are new. ``--no-graph`` / ``--no-gate`` are the
+   ablations.
+3. **Training** on the shared loop: AdamW, the loss of :func:`slm_loss` (cross-entropy on the two classes plus
+   ``--contrastive-weight`` times the contrastive loss; 0 is the ablation). Validation every ``eval_every`` steps:
+   accuracy at probability 0.5 (``val_accuracy``, the selection key) and the AUC of positives against negatives.
+   The best model is kept in ``best/`` (what training changed, float16: the checkpoint that ships).
+4. **Report** (``summary.json``): the best checkpoint's accuracy and AUC on the test split, positives against
+   adversarial and against random negatives, and on validation.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ...training import (
+    TrainingArguments,
+    device_description,
+    replace_checkpoint,
+    shared_loop_arguments,
+    stopped_summary,
+    train,
+    training_device,
+    with_torch_threads,
+)
+from ...training.prepared import ensure_prepared, write_manifest
+from .data import Example, dailydialog_pp_examples, load_examples, save_examples
+from .graphs import SimpleGraph
+from .inputs import AmrEvalInputBuilder, join_context
+from .options import AmrEvalTrainingOptions
+
+METRIC = "amr_eval"
+GRAPHS_FILE = "graphs.jsonl.gz"
+RELATIONS_FILE = "relations.json"
+PREDICT_BATCH = 64
+SPLITS = ("train", "validation", "test")
+
+
+def examples_file(split: str) -> str:
+    return f"examples_{split}.jsonl.gz"
+
+
+def utterances(examples: list[Example]) -> list[str]:
+    """Every distinct turn and response of ``examples``, in order of first appearance."""
+    return list(dict.fromkeys(t for e in examples for t in (*e.context, e.response)))
+
+
+def save_graphs(graphs: dict[str, SimpleGraph], path: Path) -> None:
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for text, graph in graphs.items():
+            fh.write(json.dumps({"text": text, "graph": json.loads(graph.to_json())}) + "\n")
+
+
+def load_graphs(path: Path) -> dict[str, SimpleGraph]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return {row["text"]: SimpleGraph.from_json(row["graph"]) for row in map(json.loads, fh)}
+
+
+def graph_pair(example: Example, graphs: dict[str, SimpleGraph]) -> tuple[SimpleGraph, SimpleGraph]:
+    """(context graph, response graph) of an example."""
+    return join_context([graphs[t] for t in example.context]), graphs[example.response]
+
+
+def relation_vocabulary(pairs: list[tuple[SimpleGraph, SimpleGraph]], size: int) -> list[str]:
+    """The ``size`` most frequent relation labels of ``pairs`` (ties by label)."""
+    counts = Counter(r for pair in pairs for g in pair for _, _, r in g.edges)
+    return [r for r, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:size]]
+
+
+def prepare(opts: AmrEvalTrainingOptions) -> dict:
+    """Examples, graphs and relation labels into the run folder, then (last) the manifest; returns it."""
+    from ...benchmarks.dailydialog import DDPP_SPLITS
+    from ...paths import resolve_data_dir
+    from .graph_cache import CachedGraphs
+    from .graph_sources import load_graph_source
+
+    out = Path(opts.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data_dir = resolve_data_dir(opts.data_dir)
+    sets = {}
+    for split in SPLITS:
+        negatives = ("adversarial", "random") if split == "test" else opts.negative_kinds
+        sets[split] = dailydialog_pp_examples(data_dir, split, negatives=negatives)
+        save_examples(sets[split], out / examples_file(split))
+    texts = utterances([e for split in SPLITS for e in sets[split]])
+    source = CachedGraphs(load_graph_source(opts.graph_source, **opts.graph_source_options()))
+    graphs = dict(zip(texts, source.graphs(texts)))
+    save_graphs(graphs, out / GRAPHS_FILE)
+    relations = relation_vocabulary([graph_pair(e, graphs) for e in sets["train"]], opts.max_relations)
+    (out / RELATIONS_FILE).write_text(json.dumps({"graph_source": source.signature(), "relations": relations,
+                                                  "utterances": len(texts), "cache_hit_rate": source.hit_rate},
+                                                 indent=1))
+    files = [examples_file(s) for s in SPLITS] + [GRAPHS_FILE, RELATIONS_FILE]
+    return write_manifest(out, metric=METRIC, options=opts, files=files, data_dir=data_dir,
+                          data_files=list(DDPP_SPLITS.values()))
+
+
+def build_model(opts: AmrEvalTrainingOptions, relations: list[str], graph_source: str):
+    from ...modeling.amr_eval import AmrEvalConfig, AmrEvalModel
+
+    config = AmrEvalConfig(relations=relations, graph_source=graph_source, max_seq_length=opts.max_seq_length, hidden_size=opts.hidden_size,
+                           graph_layers=opts.graph_layers, graph_heads=4, use_graph=opts.use_graph,
+                           use_gate=opts.use_gate, trainable_encoder_layers=opts.trainable_encoder_layers,
+                           lora_rank=opts.lora_rank)
+    torch.manual_seed(opts.seed)
+    model = AmrEvalModel.from_base_encoder(config)
+    model.freeze_for_training()
+    return model
+
+
+def contrastive_loss(text: torch.Tensor, graph: torch.Tensor, labels: torch.Tensor, scale: float) -> torch.Tensor:
+    """In-batch contrastive loss over the positives: each positive's text vector should be closer (cosine, times
+    ``scale``) to its own graph vector than to the other positives' graph vectors, and the other way round
+    (cross-entropy both ways, averaged). Zero with fewer than two positives. The original's version was wrapped in
+    a new tensor and so never trained anything; this one does."""
+    keep = labels == 1
+    if int(keep.sum()) < 2:
+        return text.new_zeros(())
+    t = torch.nn.functional.normalize(text[keep], dim=-1)
+    g = torch.nn.functional.normalize(graph[keep], dim=-1)
+    logits = scale * t @ g.T
+    target = torch.arange(len(t), device=t.device)
+    return 0.5 * (torch.nn.functional.cross_entropy(logits, target) +
+                  torch.nn.functional.cross_entropy(logits.T, target))
+
+
+def slm_loss(output, labels: torch.Tensor, *, contrastive_weight: float, scale: float) -> torch.Tensor:
+    """Cross-entropy on the two classes, plus ``contrastive_weight`` times :func:`contrastive_loss` (with the graph
+    branch)."""
+    loss = torch.nn.functional.cross_entropy(output.logits.float(), labels)
+    if contrastive_weight and output.graph_vector is not None:
+        loss = loss + contrastive_weight * contrastive_loss(output.text_vector.float(), output.graph_vector.float(),
+                                                            labels, scale)
+    return loss
+
+
+class ExampleBatcher:
+    """Examples -> model inputs and labels; the text is tokenised once per example."""
+
+    def __init__(self, builder: AmrEvalInputBuilder, graphs: dict[str, SimpleGraph], use_graph: bool) -> None:
+        self.builder, self.graphs, self.use_graph = builder, graphs, use_graph
+        self._texts: dict[int, object] = {}
+
+    def inputs(self, examples: list[Example]) -> dict[str, torch.Tensor]:
+        texts = self.builder.text_inputs([e.context for e in examples], [e.response for e in examples])
+        pairs = [graph_pair(e, self.graphs) for e in examples] if self.use_graph else None
+        return self.builder.batch(texts, pairs)
+
+    def collate(self, examples: list[Example]) -> dict[str, torch.Tensor]:
+        batch = self.inputs(examples)
+        batch["labels"] = torch.tensor([e.label for e in examples], dtype=torch.long)
+        return batch
+
+
+@torch.inference_mode()
+def predict(model, batcher: ExampleBatcher, examples: list[Example]) -> np.ndarray:
+    """The probability of class 1 per example, in order (length-sorted batches inside)."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(examples)), key=lambda i: len(" ".join((*examples[i].context, examples[i].response))))
+    out = np.zeros(len(examples), dtype=np.float64)
+    for start in range(0, len(order), PREDICT_BATCH):
+        rows = order[start:start + PREDICT_BATCH]
+        batch = {k: v.to(device) for k, v in batcher.inputs([examples[i] for i in rows]).items()}
+        out[rows] = torch.softmax(model(**batch).logits.float(), dim=-1)[:, 1].cpu().numpy()
+    model.train(was_training)
+    return out
+
+
+def discrimination(examples: list[Example], probability: np.ndarray) -> dict[str, dict[str, float]]:
+    """Per negative kind present: accuracy at 0.5 over the positives and those negatives, and the AUC of positives
+    against them (ties count half)."""
+    labels = np.array([e.label for e in examples])
+    kinds = np.array([e.kind for e in examples])
+    pos = probability[labels == 1]
+    out = {}
+    for kind in [k for k in ("adversarial", "random") if (kinds == k).any()]:
+        neg = probability[kinds == kind]
+        accuracy = ((pos >= 0.5).sum() + (neg < 0.5).sum()) / (len(pos) + len(neg))
+        auc = ((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
+        out[kind] = {"n": int(len(pos) + len(neg)), "accuracy": float(accuracy), "auc": float(auc)}
+    return out
+
+
+@with_torch_threads
+def run(opts: AmrEvalTrainingOptions) -> dict:
+    """Prepare (unless ``output_dir`` holds a prepared run) and train; returns a summary (also written to
+    ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
+    t0 = time.monotonic()
+    opts.check()
+    out = Path(opts.output_dir)
+    if not opts.prepare_only:
+        training_device(opts.device)
+    manifest = ensure_prepared(opts, metric=METRIC, prepare=prepare)
+    if opts.prepare_only:
+        return {"prepared": True, **manifest}
+    sets = {split: load_examples(out / examples_file(split)) for split in SPLITS}
+    graphs = load_graphs(out / GRAPHS_FILE)
+    prepared = json.loads((out / RELATIONS_FILE).read_text())
+    model = build_model(opts, prepared["relations"], prepared["graph_source"])
+    from ...backbone.encoder import base_tokenizer
+
+    builder = AmrEvalInputBuilder(base_tokenizer(model.config.base_encoder), model.config)
+    batcher = ExampleBatcher(builder, graphs, use_graph=opts.use_graph)
+    train_examples = sets["train"]
+    batches_per_epoch = len(train_examples) // opts.batch_size
+    if batches_per_epoch // opts.gradient_accumulation < 1:
+        raise ValueError(f"{len(train_examples)} training examples is less than one step of {opts.batch_size} x "
+                         f"{opts.gradient_accumulation}: lower --batch-size or --gradient-accumulation")
+
+    def epoch_batches(epoch: int):
+        order = np.random.default_rng([opts.seed, epoch]).permutation(len(train_examples))
+        for start in range(0, batches_per_epoch * opts.batch_size, opts.batch_size):
+            yield order[start:start + opts.batch_size]
+
+    def collate(indices: np.ndarray) -> dict[str, torch.Tensor]:
+        return batcher.collate([train_examples[i] for i in indices])
+
+    def loss_fn(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        device = next(model.parameters()).device
+        batch = {k: v.to(device) for k, v in batch.items()}
+        labels = batch.pop("labels")
+        return slm_loss(model(**batch), labels, contrastive_weight=opts.contrastive_weight,
+                        scale=opts.contrastive_scale)
+
+    def evaluate_fn(model) -> dict[str, float]:
+        report = discrimination(sets["validation"], predict(model, batcher, sets["validation"]))
+        first = next(iter(report.values()))
+        return {"val_accuracy": first["accuracy"], "val_auc": first["auc"]}
+
+    def save_best(model, path: Path) -> None:
+        replace_checkpoint(model, path, trainable_only=True, half=True)
+
+    def learning_rate_of(name: str) -> float:
+        if not name.startswith("encoder."):
+            return opts.head_learning_rate
+        return opts.adapter_learning_rate if name.rpartition(".")[2].startswith("lora_") else opts.learning_rate
+
+    steps_per_epoch = batches_per_epoch // opts.gradient_accumulation
+    args = TrainingArguments(
+        output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
+        weight_decay=0.01, warmup_ratio=0.1, max_grad_norm=1.0, optimizer="adamw",
+        eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
+        max_steps=opts.max_steps, device=opts.device, **shared_loop_arguments(opts, started=t0),
+    )
+    start = time.perf_counter()
+    result = train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
+                   loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_accuracy",
+                   greater_is_better=True, resume=opts.resume, collate=collate, learning_rate_of=learning_rate_of)
+    train_seconds = time.perf_counter() - start
+    device = next(model.parameters()).device
+    seen = {"device": device_description(device),
+            "examples_seen": result.steps * opts.batch_size * opts.gradient_accumulation}
+    if not result.finished:
+        return stopped_summary(out, result, **seen)
+
+    from ...modeling.amr_eval import AmrEvalModel
+
+    best = AmrEvalModel.from_pretrained(out / "best", dtype=torch.float32).to(device)
+    reports = {f"{split}_discrimination": discrimination(sets[split], predict(best, batcher, sets[split]))
+               for split in ("validation", "test")}
+    summary = {
+        "finished": True, "examples": {split: len(v) for split, v in sets.items()},
+        "graph_source": prepared["graph_source"], "relations": len(prepared["relations"]),
+        "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
+        "best_val_accuracy": result.best_metric, **reports, **seen, "train_seconds": round(train_seconds, 1),
+        "truncated_inputs": builder.truncated, "torch_threads": torch.get_num_threads(),
+        "history": result.history, "options": {k: v for k, v in vars(opts).items()},
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary

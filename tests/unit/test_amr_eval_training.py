@@ -1,0 +1,135 @@
+"""The AMR evaluator's recipe and scorer on a tiny DailyDialog++ fixture: preparation writes graphs and relations,
+a few steps train and keep a small float16 checkpoint, the contrastive loss reaches the graph branch (the original's
+never did), and the scorer gives probabilities in order, independent of the batch, with its graph source in the
+signature."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from dialeval.cli import app
+from dialeval.metrics.amr_eval.inputs import join_context, turn_relation
+from dialeval.metrics.amr_eval.graphs import SimpleGraph
+from dialeval.metrics.amr_eval.train import contrastive_loss
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+TOPICS = ["the beach", "dinner", "a movie", "the weather", "work", "music", "football", "a trip", "books", "coffee",
+          "the garden", "a concert", "the exam", "a new phone", "the bus", "my sister", "the museum", "a party",
+          "the rain", "lunch"]
+TINY = ["--batch-size", "4", "--hidden-size", "16", "--max-relations", "8", "--trainable-encoder-layers", "1",
+        "--lora-rank", "2", "--device", "cpu", "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("data")
+    folder = root / "dailydialog_plusplus"
+    folder.mkdir()
+
+    def row(i: int, topic: str) -> dict:
+        return {"id": i, "context": [f"Did you enjoy {topic} yesterday?", f"Yes, {topic} was lovely."],
+                "positive_responses": [f"I am glad you liked {topic}.", f"Let us go to {topic} again soon.",
+                                       f"What did you like most about {topic}?", "That sounds wonderful.",
+                                       f"I missed {topic}, sadly."],
+                "adversarial_negative_responses": [f"{topic.capitalize()} is a word with letters.",
+                                                   f"My cat ate {topic} on Mars.", f"Yesterday {topic} sold shoes.",
+                                                   "Lovely enjoy yesterday did you.", f"Please reboot {topic}."],
+                "random_negative_responses": ["The printer is out of paper.", "Turn left at the station.",
+                                              "My password expired.", "Two kilos of flour, please.",
+                                              "The train is late again."]}
+
+    (folder / "dev.json").write_text("".join(json.dumps(row(i, t)) + "\n" for i, t in enumerate(TOPICS)))
+    (folder / "test.json").write_text("".join(json.dumps(row(100 + i, t)) + "\n" for i, t in enumerate(TOPICS[:4])))
+    return root
+
+
+@pytest.fixture(autouse=True)
+def own_graph_cache(tmp_path, monkeypatch):
+    """Graphs are cached under the test's folder, not the user's cache."""
+    monkeypatch.setenv("DIALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def invoke(out: Path, data: Path, *extra: str):
+    return CliRunner().invoke(app, ["train", "amr-eval", "--output-dir", str(out), "--data-dir", str(data), *TINY,
+                                    *extra])
+
+
+def test_context_graphs_join_the_last_turns_under_one_node():
+    a = SimpleGraph(concepts=("want", "tea"), edges=((0, 1, "ARG1"),), root=0)
+    b = SimpleGraph(concepts=("sure",), root=0)
+    joined = join_context([b, SimpleGraph(concepts=()), a])
+    assert joined.concepts == ("dialogue", "sure", "want", "tea") and joined.root == 0
+    assert set(joined.edges) == {(0, 1, turn_relation(3)), (2, 3, "ARG1"), (0, 2, turn_relation(1))}
+    assert join_context([SimpleGraph(concepts=())]).n_nodes == 0
+    assert join_context([b, a], max_turns=1).concepts == ("dialogue", "want", "tea")
+
+
+def test_the_contrastive_loss_trains_text_and_graph_vectors():
+    text = torch.randn(6, 8, requires_grad=True)
+    graph = torch.randn(6, 8, requires_grad=True)
+    labels = torch.tensor([1, 1, 0, 1, 0, 1])
+    loss = contrastive_loss(text, graph, labels, scale=20.0)
+    loss.backward()
+    assert loss > 0 and graph.grad.abs().sum() > 0 and text.grad.abs().sum() > 0
+    assert graph.grad[labels == 0].abs().sum() == 0  # negatives take no part
+    aligned = contrastive_loss(graph.detach().clone(), graph.detach(), labels, scale=20.0)
+    assert aligned < loss  # matched vectors cost less
+    assert contrastive_loss(text, graph, torch.tensor([1, 0, 0, 0, 0, 0]), scale=20.0) == 0
+
+
+def test_prepare_train_and_score(data, tmp_path):
+    run = tmp_path / "slm"
+    res = invoke(run, data, "--prepare-only")
+    assert res.exit_code == 0, res.output
+    prepared = json.loads((run / "relations.json").read_text())
+    assert prepared["graph_source"].startswith("dependency(") and 0 < len(prepared["relations"]) <= 8
+    assert prepared["utterances"] > 0
+    res = invoke(run, data, "--epochs", "1", "--max-steps", "3", "--eval-every", "3")
+    assert res.exit_code == 0, res.output
+    assert "test positive vs adversarial: accuracy" in res.output and "test positive vs random" in res.output
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["finished"] and summary["steps"] == 3 and summary["examples"]["test"] == 4 * 15
+
+    from safetensors import safe_open
+
+    with safe_open(str(run / "best" / "model.safetensors"), "pt") as fh:
+        stored = {k: fh.get_tensor(k) for k in fh.keys()}
+    assert {t.dtype for t in stored.values()} == {torch.float16}
+    assert {k.rpartition(".")[2] for k in stored if k.startswith("encoder.")} == {"lora_A", "lora_B"}
+    assert any(k.startswith("graph_layers.") for k in stored)
+
+    import dialeval
+
+    scorer = dialeval.load_scorer("amr_eval", checkpoint=run, device="cpu")
+    contexts = [["Did you enjoy the beach yesterday?", "Yes, it was lovely."]] * 3 + [["Hello there."]]
+    responses = ["I am glad you liked it.", "My cat ate the beach on Mars.", "Yes, it was lovely.", "Hi!"]
+    out = scorer.score(contexts=contexts, responses=responses)
+    assert len(out.scores) == 4 and all(0 < s < 1 for s in out.scores)
+    assert "graph_source:dependency(" in out.signature
+    one_by_one = [scorer.score(contexts=[c], responses=[r], batch_size=1).scores[0] for c, r in zip(contexts,
+                                                                                                   responses)]
+    assert one_by_one == out.scores
+    again = scorer.score(contexts=contexts, responses=responses)
+    assert again.metadata["graph_cache_hit_rate"] == 1.0 and again.scores == out.scores
+    from dialeval.errors import InputError
+
+    with pytest.raises(InputError, match="has no graph branch"):
+        text_only = tmp_path / "text_only"
+        res = invoke(text_only, data, "--no-graph", "--no-gate", "--epochs", "1", "--max-steps", "1")
+        assert res.exit_code == 0, res.output
+        dialeval.load_scorer("amr_eval", checkpoint=text_only, device="cpu", graph_source="dependency")
+
+
+def test_bad_options_are_refused(data, tmp_path):
+    res = invoke(tmp_path / "x", data, "--no-graph")
+    assert res.exit_code == 2 and "add --no-gate" in res.output
+    res = invoke(tmp_path / "x", data, "--graph-source", "amrlib")
+    assert res.exit_code == 2 and "--amrlib-model-dir" in res.output
+    res = invoke(tmp_path / "x", data, "--negatives", "parroted")
+    assert res.exit_code == 2 and "negatives must name" in res.output
