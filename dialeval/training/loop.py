@@ -28,11 +28,12 @@ import json
 import math
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from .device import training_device
@@ -81,6 +82,24 @@ def shared_loop_arguments(opts: Any, *, started: float) -> dict[str, Any]:
     deadline = None if opts.max_minutes is None else started + 60.0 * opts.max_minutes
     return {"gradient_accumulation": opts.gradient_accumulation, "precision": opts.precision,
             "dataloader_workers": opts.dataloader_workers, "deadline": deadline}
+
+
+def shuffled_batches(n_examples: int, *, batch_size: int, gradient_accumulation: int, seed: int
+                     ) -> tuple[int, Callable[[int], Iterator[np.ndarray]]]:
+    """(batches per epoch, ``epoch_batches``) for ``train``: each epoch a permutation of the example indices seeded
+    by (``seed``, epoch), cut into full batches (the remainder is left for that epoch). Fewer examples than one
+    optimizer step is an error naming the options to lower."""
+    batches_per_epoch = n_examples // batch_size
+    if batches_per_epoch // gradient_accumulation < 1:
+        raise ValueError(f"{n_examples} training examples is less than one step of {batch_size} x "
+                         f"{gradient_accumulation}: lower --batch-size or --gradient-accumulation")
+
+    def epoch_batches(epoch: int) -> Iterator[np.ndarray]:
+        order = np.random.default_rng([seed, epoch]).permutation(n_examples)
+        for start in range(0, batches_per_epoch * batch_size, batch_size):
+            yield order[start:start + batch_size]
+
+    return batches_per_epoch, epoch_batches
 
 
 def stopped_summary(out: Path, result: TrainingResult, **extra: Any) -> dict[str, Any]:

@@ -37,6 +37,23 @@ class PreparedRunMismatch(DialevalError, ValueError):
     """A prepared run folder that does not fit the training command (the message names what differs)."""
 
 
+def save_records(records: Iterable[Any], path: str | Path) -> None:
+    """Dataclass instances as gzip-compressed JSON lines (a prepared run's example files)."""
+    import gzip
+
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(json.dumps(dataclasses.asdict(record)) + "\n")
+
+
+def load_records(path: str | Path, make: Callable[[dict[str, Any]], Any]) -> list[Any]:
+    """The records :func:`save_records` wrote, each rebuilt by ``make(row)``, in file order."""
+    import gzip
+
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [make(row) for row in map(json.loads, fh)]
+
+
 def sha256_file(path: str | Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:

@@ -16,12 +16,12 @@ kind, as in the file.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+
+from ...training.prepared import load_records, save_records
 
 #: Percent of the dev contexts that validate.
 VALIDATION_SHARE = 15
@@ -71,14 +71,11 @@ def dailydialog_pp_examples(data_dir: str | Path, split: str, *,
 
 
 def save_examples(examples: Iterable[Example], path: str | Path) -> None:
-    with gzip.open(path, "wt", encoding="utf-8") as fh:
-        for ex in examples:
-            fh.write(json.dumps(asdict(ex)) + "\n")
+    save_records(examples, path)
 
 
 def load_examples(path: str | Path) -> list[Example]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [Example(**{**row, "context": tuple(row["context"])}) for row in map(json.loads, fh)]
+    return load_records(path, lambda row: Example(**{**row, "context": tuple(row["context"])}))
 
 
 __all__ = ["NEGATIVE_KINDS", "VALIDATION_SHARE", "Example", "dailydialog_pp_examples", "dev_split_of",

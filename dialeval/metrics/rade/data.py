@@ -13,16 +13,15 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ...perturb import drop_words, shuffle_words
+from ...training.prepared import load_records, save_records
 
 RADE_SETS = ("chitchat", "emotion", "persona")
 #: Synthetic scores of stage 1's candidates (the reference, a human reply, counts as 5).
@@ -104,14 +103,11 @@ def stage1_examples(data_dir: str | Path, split: str, *, max_contexts: int | Non
 
 
 def save_examples(examples: Iterable[Example], path: str | Path) -> None:
-    with gzip.open(path, "wt", encoding="utf-8") as fh:
-        for ex in examples:
-            fh.write(json.dumps(asdict(ex)) + "\n")
+    save_records(examples, path)
 
 
 def load_examples(path: str | Path) -> list[Example]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [Example(**{**row, "context": tuple(row["context"])}) for row in map(json.loads, fh)]
+    return load_records(path, lambda row: Example(**{**row, "context": tuple(row["context"])}))
 
 
 __all__ = ["RADE_SETS", "STAGE1_GRADES", "Example", "load_examples", "save_examples", "stage1_examples",

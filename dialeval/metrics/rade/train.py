@@ -36,6 +36,7 @@ from ...training import (
     device_description,
     replace_checkpoint,
     shared_loop_arguments,
+    shuffled_batches,
     stopped_summary,
     train,
     training_device,
@@ -207,15 +208,9 @@ def run(opts: RadeTrainingOptions) -> dict:
     batcher = ExampleBatcher(builder, generation=opts.generation)
     weights = opts.loss_weights()
     train_examples = sets["train"]
-    batches_per_epoch = len(train_examples) // opts.batch_size
-    if batches_per_epoch // opts.gradient_accumulation < 1:
-        raise ValueError(f"{len(train_examples)} training examples is less than one step of {opts.batch_size} x "
-                         f"{opts.gradient_accumulation}: lower --batch-size or --gradient-accumulation")
-
-    def epoch_batches(epoch: int):
-        order = np.random.default_rng([opts.seed, epoch]).permutation(len(train_examples))
-        for start in range(0, batches_per_epoch * opts.batch_size, opts.batch_size):
-            yield order[start:start + opts.batch_size]
+    batches_per_epoch, epoch_batches = shuffled_batches(len(train_examples), batch_size=opts.batch_size,
+                                                        gradient_accumulation=opts.gradient_accumulation,
+                                                        seed=opts.seed)
 
     def collate(indices: np.ndarray) -> dict[str, torch.Tensor]:
         return batcher.collate([train_examples[i] for i in indices])
