@@ -20,6 +20,7 @@ EXPECTED = {
     "grade_quickstart": "metric:grade|checkpoint:default",
     "dynaeval_quickstart": "original ",
     "ruber_pone_quickstart": "bert_ruber [",
+    "rade_quickstart": "rade [max of 2 references]",
 }
 
 

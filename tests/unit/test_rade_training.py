@@ -138,8 +138,9 @@ def test_stage2_trains_from_a_prepared_folder_without_datasets_and_writes_a_scor
     assert any(k.startswith("decoder.") for k in best_keys)
     assert scoring_keys == {k for k in best_keys if not k.startswith("decoder.")}
     assert {k.split(".")[3] for k in scoring_keys if k.startswith("encoder.encoder.layer.")} == {"5"}  # top layer
-    # by default the layer trains through adapters: the checkpoint holds them, in float16, and the regressor
-    assert {k.rpartition(".")[2] for k in scoring_keys if k.startswith("encoder.")} == {"lora_A", "lora_B"}
+    # by default the layer itself trains: the checkpoint holds it, and the regressor, in float16
+    assert "encoder.encoder.layer.5.attention.self.query.weight" in scoring_keys
+    assert not any("lora_" in k for k in scoring_keys)
     assert {t.dtype for t in scoring.values()} == {torch.float16}
     assert not any(k.startswith("encoder.embeddings.") for k in scoring_keys)
     config = json.loads((run / "scoring" / "config.json").read_text())
@@ -155,19 +156,24 @@ def test_stage2_trains_from_a_prepared_folder_without_datasets_and_writes_a_scor
 
 
 def test_stage2_continues_from_stage1(data, tmp_path):
+    from safetensors import safe_open
+
     pt, ts = tmp_path / "pt", tmp_path / "ts"
-    res = invoke(pt, "--data-dir", str(data), "--stage", "1", "--epochs", "1", "--max-steps", "2")
+    res = invoke(pt, "--data-dir", str(data), "--stage", "1", "--epochs", "1", "--max-steps", "2", "--lora-rank", "2")
     assert res.exit_code == 0, res.output
     summary = json.loads((pt / "summary.json").read_text())
     assert summary["stage"] == 1 and set(summary) >= {"validation_correlations"}
     assert "test_correlations" not in summary
     res = invoke(ts, "--data-dir", str(data), "--sets", "emotion", "--init-from", str(pt), "--max-steps", "2",
-                 "--no-ranking")
+                 "--no-ranking", "--lora-rank", "2")
     assert res.exit_code == 0, res.output
     summary = json.loads((ts / "summary.json").read_text())
     assert set(summary["test_correlations"]) == {"emotion", "all"} and summary["loss_weights"]["ranking"] == 0
-    refused = invoke(tmp_path / "other", "--data-dir", str(data), "--init-from", str(pt), "--max-seq-length", "80")
+    refused = invoke(tmp_path / "other", "--data-dir", str(data), "--init-from", str(pt), "--max-seq-length", "80",
+                     "--lora-rank", "2")
     assert refused.exit_code == 2 and "max_seq_length=64 (now 80)" in refused.output, refused.output
     refused = invoke(tmp_path / "other", "--data-dir", str(data), "--init-from", str(pt), "--trainable-encoder-layers",
-                     "2")
+                     "2", "--lora-rank", "2")
     assert refused.exit_code == 2 and "trainable_encoder_layers=1 (now 2)" in refused.output, refused.output
+    with safe_open(str(ts / "scoring" / "model.safetensors"), "pt") as fh:  # adapters, not the layer
+        assert {k.rpartition(".")[2] for k in fh.keys() if k.startswith("encoder.")} == {"lora_A", "lora_B"}

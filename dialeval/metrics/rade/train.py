@@ -7,8 +7,8 @@ Steps:
    ``prepared.json``. Tokenising happens at train time, so a prepared folder trains on any machine.
 2. **Model**: warm-started from the base encoder (the bundled MiniLM as encoder and decoder, cross-attention new)
    or, with ``--init-from``, from another run's ``best/`` (stage 2 after stage 1). The top
-   ``--trainable-encoder-layers`` encoder layers train through low-rank adapters (``--lora-rank``; 0 trains the
-   layers themselves), and the decoder and the regressor train; the rest stays the encoder package's.
+   ``--trainable-encoder-layers`` encoder layers train (or, with ``--lora-rank``, low-rank adapters in them), and
+   the decoder and the regressor train; the rest stays the encoder package's.
 3. **Training** on the shared loop: Adam (the paper's betas 0.98 / 0.97 and learning rate 5e-5; the new score
    regressor at ``--head-learning-rate``, 1e-3, the adapters at ``--adapter-learning-rate``, 1e-4), batches in a seeded random order, the stage's loss (:mod:`.losses`;
    each term switchable). Validation every ``eval_every`` steps and
