@@ -7,7 +7,6 @@ The SAMSum silver parses in ``amr/dialogue/samsum_silver`` are deliberately not 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from dialeval.errors import InputError, InputFileError, UnknownNameError
 from dialeval.paths import data_file
+from dialeval.textfiles import jsonl_objects, read_text
 
 __all__ = ["AMR_CORPORA", "PenmanBlock", "iter_penman_file", "read_amr_corpus", "smatch_f1"]
 
@@ -32,15 +32,6 @@ _META = re.compile(r"::(\S+)(?:[ \t]+(.*?))?(?=[ \t]+::\S|[ \t]*$)")
 PenmanBlock = tuple[int, dict[str, str], str]
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise InputFileError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from err
-    except OSError as err:
-        raise InputFileError(f"{path}: cannot be read ({err.strerror or err})") from err
-
-
 def iter_penman_file(path: str | os.PathLike) -> Iterator[PenmanBlock]:
     """``(graph_number, metadata, graph_text)`` for each graph of a PENMAN file, graph numbers from 1.
 
@@ -52,7 +43,7 @@ def iter_penman_file(path: str | os.PathLike) -> Iterator[PenmanBlock]:
     """
     path = Path(path)
     number = 0
-    for block in re.split(r"\n[ \t]*\n", _read_text(path).replace("\r\n", "\n")):
+    for block in re.split(r"\n[ \t]*\n", read_text(path).replace("\r\n", "\n")):
         lines = [line for line in block.split("\n") if line.strip()]
         comments = [line for line in lines if line.lstrip().startswith("#")]
         body = [line for line in lines if not line.lstrip().startswith("#")]
@@ -107,13 +98,7 @@ def read_amr_corpus(name: str, split: str, data_dir: str | os.PathLike | None = 
         yield from _gold_file(data_file(f"{_BIO}amr-release-{split}-bio.txt", data_dir))
     else:
         path = data_file(_MASSIVE, data_dir)
-        for line_no, line in enumerate(_read_text(path).splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputFileError(f"{path}:{line_no}: not JSON ({err.msg})") from err
+        for line_no, row in jsonl_objects(path):
             missing = [k for k in ("id", "partition", "utt", "raw_amr") if k not in row]
             if missing:
                 raise InputFileError(f"{path}:{line_no}: no {missing[0]!r} field")
