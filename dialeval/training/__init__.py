@@ -19,5 +19,5 @@ from .loop import (
 from .options import TrainingOptions, TrainingOptionsError, option, typer_command
 
 __all__ = ["DeviceUnavailable", "TrainingArguments", "TrainingOptions", "TrainingOptionsError", "TrainingResult",
-           "device_description", "option", "replace_checkpoint", "shared_loop_arguments", "shuffled_batches", "stopped_summary", "train",
-           "training_device", "typer_command", "with_torch_threads"]
+           "device_description", "option", "replace_checkpoint", "shared_loop_arguments", "shuffled_batches",
+           "stopped_summary", "train", "training_device", "typer_command", "with_torch_threads"]

@@ -132,7 +132,8 @@ def test_learning_rate_of_names_each_parameters_rate(tmp_path):
     def run(out, **kwargs):
         model = _model()
         before = {k: v.clone() for k, v in model.state_dict().items()}
-        args = TrainingArguments(output_dir=str(out), epochs=1, learning_rate=1e-2, log_every=10_000, eval_every=10_000, device="cpu", max_steps=20)
+        args = TrainingArguments(output_dir=str(out), epochs=1, learning_rate=1e-2, log_every=10_000,
+                                 eval_every=10_000, device="cpu", max_steps=20)
         train(model, args=args, options=Tiny(), epoch_batches=_epoch_batches, steps_per_epoch=STEPS // 2,
               loss_fn=lambda m, b: torch.nn.functional.mse_loss(m(b["x"]), b["y"]),
               evaluate_fn=lambda m: {"w": 0.0}, save_best=lambda m, path: None, selection_key="w",

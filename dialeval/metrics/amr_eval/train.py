@@ -115,7 +115,8 @@ def prepare(opts: AmrEvalTrainingOptions) -> dict:
 def build_model(opts: AmrEvalTrainingOptions, relations: list[str], graph_source: str):
     from ...modeling.amr_eval import AmrEvalConfig, AmrEvalModel
 
-    config = AmrEvalConfig(relations=relations, graph_source=graph_source, max_seq_length=opts.max_seq_length, hidden_size=opts.hidden_size,
+    config = AmrEvalConfig(relations=relations, graph_source=graph_source, max_seq_length=opts.max_seq_length,
+                           hidden_size=opts.hidden_size,
                            graph_layers=opts.graph_layers, graph_heads=4, use_graph=opts.use_graph,
                            use_gate=opts.use_gate, trainable_encoder_layers=opts.trainable_encoder_layers,
                            lora_rank=opts.lora_rank)

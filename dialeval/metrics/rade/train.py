@@ -10,12 +10,12 @@ Steps:
    ``--trainable-encoder-layers`` encoder layers train (or, with ``--lora-rank``, low-rank adapters in them), and
    the decoder and the regressor train; the rest stays the encoder package's.
 3. **Training** on the shared loop: Adam (the paper's betas 0.98 / 0.97 and learning rate 5e-5; the new score
-   regressor at ``--head-learning-rate``, 1e-3, the adapters at ``--adapter-learning-rate``, 1e-4), batches in a seeded random order, the stage's loss (:mod:`.losses`;
-   each term switchable). Validation every ``eval_every`` steps and
-   at the end: per set, (Pearson + Spearman) / 2 of the predicted candidate score against its label, averaged over
-   the sets (``val_correlation``); the best is kept in ``best/`` (the trained weights and the decoder, to train
-   further from), and a finished run writes ``scoring/``: the same model without its decoder, what training
-   changed stored in float16, which is all scoring needs (the shipped checkpoint is such a folder).
+   regressor at ``--head-learning-rate``, 1e-3, adapters at ``--adapter-learning-rate``, 1e-4), batches in a
+   seeded random order, the stage's loss (:mod:`.losses`; each term switchable). Validation every ``eval_every``
+   steps and at the end: per set, (Pearson + Spearman) / 2 of the predicted candidate score against its label,
+   averaged over the sets (``val_correlation``); the best is kept in ``best/`` (the trained weights and the
+   decoder, to train further from), and a finished run writes ``scoring/``: the same model without its decoder,
+   what training changed stored in float16, which is all scoring needs (the shipped checkpoint is such a folder).
 4. **Report** (``summary.json``): the ``scoring/`` checkpoint's Pearson / Spearman / Kendall on each set's test split
    (stage 2) and validation split, with the training device and the examples seen.
 """
