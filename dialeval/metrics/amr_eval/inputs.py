@@ -36,7 +36,7 @@ def turn_relation(k: int) -> str:
 def join_context(turn_graphs: Sequence[SimpleGraph], max_turns: int = MAX_CONTEXT_TURNS) -> SimpleGraph:
     """One graph for a context: the last ``max_turns`` turns' graphs under a ``dialogue`` node (module docstring).
     A context whose kept turns are all empty gives the empty graph."""
-    kept = [g for g in list(turn_graphs)[-max_turns:]]
+    kept = list(turn_graphs)[-max_turns:]
     if not any(g.n_nodes for g in kept):
         return SimpleGraph(concepts=())
     concepts, edges = [DIALOGUE_ROOT], []

@@ -153,11 +153,10 @@ def slm_loss(output, labels: torch.Tensor, *, contrastive_weight: float, scale: 
 
 
 class ExampleBatcher:
-    """Examples -> model inputs and labels; the text is tokenised once per example."""
+    """Examples -> model inputs (text, and graphs with the graph branch) and labels."""
 
     def __init__(self, builder: AmrEvalInputBuilder, graphs: dict[str, SimpleGraph], use_graph: bool) -> None:
         self.builder, self.graphs, self.use_graph = builder, graphs, use_graph
-        self._texts: dict[int, object] = {}
 
     def inputs(self, examples: list[Example]) -> dict[str, torch.Tensor]:
         texts = self.builder.text_inputs([e.context for e in examples], [e.response for e in examples])

@@ -44,9 +44,8 @@ class RadeTrainingOptions(TrainingOptions):
                                            "the layers themselves (0); a checkpoint then holds the adapters (0.5 MB "
                                            "at rank 8) instead of the layers (7 MB in float16). At rank 8 validation "
                                            "fell far below full training (see the card).")
-    adapter_learning_rate: float = option(1e-4, min=0, help="Adam learning rate of the adapters (at 1e-3 they moved "
-                                                            "the layers ten times further than full fine-tuning at "
-                                                            "5e-5).")
+    adapter_learning_rate: float = option(1e-4, min=0, help="Adam learning rate of the adapters (at 1e-3 stage 1's "
+                                                            "validation was lower still; see the card).")
     regressor_hidden: int = option(256, min=1, help="Hidden units of the score regressor (one tanh layer).")
     max_seq_length: int = option(256, min=16, help="Tokens of the evaluator's input.")
     max_reference_length: int = option(64, min=4, help="Tokens of the reference and of the candidate (each) and "
