@@ -18,7 +18,7 @@ from ..errors import CheckpointNotFoundError
 # ``config_name``, and a user's notes beside the weights must not change the signature. The custom-code files
 # (``*.py``) that `save_pretrained` writes are left out too: scorers run the installed ``dialeval.modeling`` code,
 # never a folder's copy, so a run's ``best/`` and the same weights shipped without code have one fingerprint.
-FINGERPRINT_SUFFIXES = (".json", ".safetensors", ".txt")
+FINGERPRINT_SUFFIXES = (".json", ".safetensors", ".txt", ".gz")
 
 
 def shipped_checkpoint(metric_dir: str, train_command: str, name: str = "default") -> Path:

@@ -10,6 +10,7 @@ from .device import (
 from .loop import (
     TrainingArguments,
     TrainingResult,
+    half_state_dict,
     replace_checkpoint,
     shared_loop_arguments,
     shuffled_batches,
@@ -19,5 +20,5 @@ from .loop import (
 from .options import TrainingOptions, TrainingOptionsError, option, typer_command
 
 __all__ = ["DeviceUnavailable", "TrainingArguments", "TrainingOptions", "TrainingOptionsError", "TrainingResult",
-           "device_description", "option", "replace_checkpoint", "shared_loop_arguments", "shuffled_batches",
+           "device_description", "half_state_dict", "option", "replace_checkpoint", "shared_loop_arguments", "shuffled_batches",
            "stopped_summary", "train", "training_device", "typer_command", "with_torch_threads"]

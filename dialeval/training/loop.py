@@ -306,6 +306,12 @@ def train(
     return result(finished=True)
 
 
+def half_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``state`` with its floating-point tensors in float16, the others as they are: what a shipped checkpoint
+    stores (half the bytes; a config that keeps float32 makes loading compute in float32 from these values)."""
+    return {k: v.to(torch.float16).contiguous() if v.is_floating_point() else v for k, v in state.items()}
+
+
 def replace_checkpoint(model, path: Path, **save_kwargs: Any) -> None:
     """``model.save_pretrained(path)``, replacing what was in ``path`` (a better checkpoint than the last)."""
     if path.exists():

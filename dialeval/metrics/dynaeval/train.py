@@ -20,7 +20,8 @@ Steps:
    the original, but batches of 128 pairs for 2 epochs (the original: 512 pairs, 20 epochs) to fit a CPU budget;
    validation pairwise accuracy (original scored strictly above its perturbation) every ``eval_every`` steps and at
    the end; the checkpoint with the best validation accuracy is kept in ``best/``
-   (``save_pretrained``: config + safetensors + the custom-code files; the encoder is not part of the model).
+   (``save_pretrained``: config + float16 safetensors + the custom-code files; the encoder is not part of the
+   model; the config keeps float32, so the scorer computes in float32 from the stored values).
    Gathering a batch's utterance vectors is the batch building (:meth:`PairBatcher.collate`), so
    ``--dataloader-workers`` runs it beside training; ``--max-minutes`` stops with the state saved (exit 3) and the
    same command resumes.
@@ -48,6 +49,7 @@ from ...backbone.store import EmbeddingStore
 from ...training import (
     TrainingArguments,
     device_description,
+    half_state_dict,
     replace_checkpoint,
     shared_loop_arguments,
     stopped_summary,
@@ -257,6 +259,9 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
     def evaluate_fn(model) -> dict[str, float]:
         return {f"val_{k}": v for k, v in evaluate_pairs(model, batchers["validation"], val_pairs).items()}
 
+    def save_best(model, path: Path) -> None:
+        replace_checkpoint(model, path, state_dict=half_state_dict(model.state_dict()))
+
     args = TrainingArguments(
         output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
         weight_decay=opts.weight_decay, warmup_ratio=0.0, max_grad_norm=None, optimizer="adam",
@@ -267,7 +272,7 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
     start = time.perf_counter()
     result = train(
         model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
-        loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=replace_checkpoint, selection_key="val_pair_accuracy",
+        loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_pair_accuracy",
         greater_is_better=True, resume=opts.resume, collate=collate,
     )
     train_seconds = time.perf_counter() - start

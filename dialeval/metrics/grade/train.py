@@ -28,7 +28,7 @@ prepared in place first; one whose manifest disagrees with the options is refuse
    the ranking pairs seen.
 
 Measured at the default options (12,000 positives, 500 validation positives) on the shared 2-core CPU:
-the prepared folder holds 12.5 MB (graph tables 11.0 MB, ``pair_texts.json.gz`` 1.25 MB for 39,968 distinct
+the prepared folder held 12.5 MB (graph tables 11.0 MB, 6.2 MB since the tables' version 2, ``pair_texts.json.gz`` 1.25 MB for 39,968 distinct
 texts with their keywords, ``pairs.npz`` 0.13 MB, ``keywords.json`` 0.18 MB). Preparation took 24 minutes on the
 busy machine, 10 of them building the graph tables' MiniLM node vectors (cached for the next preparation).
 Building the 1,500 training batches of an epoch from the stored keywords takes 27 s from cold caches (18 ms per
@@ -56,6 +56,7 @@ from ...backbone import Encoder
 from ...training import (
     TrainingArguments,
     device_description,
+    half_state_dict,
     replace_checkpoint,
     shared_loop_arguments,
     stopped_summary,
@@ -172,8 +173,7 @@ def validation_metrics(s_pos: torch.Tensor, s_neg: torch.Tensor) -> dict[str, fl
 
 def save_small_checkpoint(model, path: Path, resources_dir: Path) -> None:
     """fp16 trainable weights + config + the keyword IDF and graph tables the scorer needs."""
-    state = {k: v.to(torch.float16) for k, v in model.trainable_state_dict().items()}
-    replace_checkpoint(model, path, state_dict=state)
+    replace_checkpoint(model, path, state_dict=half_state_dict(model.trainable_state_dict()))
     shutil.copy(resources_dir / KEYWORDS_FILE, path / KEYWORDS_FILE)
 
 
