@@ -332,9 +332,12 @@ def report(
 
 @app.command()
 def compare(
-    metric_a: Annotated[str, typer.Option(help="First metric.")],
-    metric_b: Annotated[str, typer.Option(help="Second metric.")],
-    benchmark: Annotated[str, typer.Option(help="Benchmark name or group.")],
+    metric_a: Annotated[Optional[str], typer.Option(help="First metric (scored now).")] = None,
+    metric_b: Annotated[Optional[str], typer.Option(help="Second metric (scored now).")] = None,
+    benchmark: Annotated[Optional[str], typer.Option(help="Benchmark name or group (with --metric-a/-b).")] = None,
+    results: Annotated[Optional[list[Path]], typer.Option(
+        help="Instead of two metrics: two JSON files written by `dialeval benchmark` on the same benchmark split "
+             "(e.g. two checkpoints, --label'ed); their saved scores are compared, nothing is scored again.")] = None,
     aspect: Annotated[Optional[str], typer.Option(help="Human aspect (default: the benchmark's default).")] = None,
     method: Annotated[str, typer.Option(help="pearson, spearman or kendall.")] = "pearson",
     split: Annotated[Optional[str], typer.Option(help="Benchmark split (default: test).")] = None,
@@ -343,32 +346,57 @@ def compare(
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda, mps...")] = None,
 ) -> None:
-    """Paired significance test of two metrics on the same items (Williams test and paired bootstrap)."""
-    import numpy as np
-
-    from ..benchmarks import benchmark_info, expand_benchmark
-    from ..evaluation import run_benchmark, stats
+    """Paired significance test of two metrics on the same items: for correlation benchmarks Williams' test and a
+    paired bootstrap of the difference in correlation, for DailyDialog++ a paired bootstrap over contexts of the
+    difference in accuracy and in AUC."""
+    from ..benchmarks import expand_benchmark
+    from ..evaluation import read_results, run_benchmark
+    from ..evaluation.paired import ResultsMismatch, compare_results
     from ..scoring.registry import scorer_class
 
-    for m in (metric_a, metric_b):
-        scorer_class(m)
-    names = expand_benchmark(benchmark)
-    _check_aspect_and_split(names, aspect, split)
-    for name in names:
-        chosen = aspect or benchmark_info(name).default_aspect
-        a, b = (run_benchmark(m, name, aspect=chosen, split=split, data_dir=data_dir, n_boot=0, seed=seed,
-                              device=device) for m in (metric_a, metric_b))
-        human = np.array([np.nan if v is None else v for v in a.human[chosen]])
-        keep = np.isfinite(human)
-        subsets = np.asarray(a.subsets)
-        for subset in list(dict.fromkeys(a.subsets)) + ["pooled"]:
-            sel = keep & ((subsets == subset) if subset != "pooled" else True)
-            res = stats.compare_metrics(np.asarray(a.scores)[sel], np.asarray(b.scores)[sel], human[sel],
-                                        method=method, n_boot=bootstrap, seed=seed)
-            typer.echo(f"{name} {subset:<36} {chosen}: {method} {metric_a}={res['r_a']:.3f} {metric_b}={res['r_b']:.3f} "
-                       f"diff={res['diff']:+.3f} [{res['ci_low']:+.3f}, {res['ci_high']:+.3f}] "
-                       f"p_williams={res['williams_p'] if res['williams_p'] is None else format(res['williams_p'], '.3g')} "
-                       f"p_bootstrap={res['p_bootstrap']:.3g}")
+    if results:
+        if metric_a or metric_b or benchmark or split:
+            raise typer.BadParameter("give --results, or --metric-a/--metric-b/--benchmark, not both",
+                                     param_hint="--results")
+        if len(results) != 2:
+            raise typer.BadParameter(f"needs exactly two files, got {len(results)}", param_hint="--results")
+        loaded = [read_results(path) for path in results]
+        if len(loaded[0]) != len(loaded[1]):
+            raise typer.BadParameter(f"{results[0]} holds {len(loaded[0])} results, {results[1]} "
+                                     f"{len(loaded[1])}: compare files of the same benchmarks", param_hint="--results")
+        pairs = list(zip(*loaded))
+    else:
+        if not (metric_a and metric_b and benchmark):
+            raise typer.BadParameter("needs --metric-a, --metric-b and --benchmark (or two --results files)",
+                                     param_hint="--metric-a")
+        for m in (metric_a, metric_b):
+            scorer_class(m)
+        names = expand_benchmark(benchmark)
+        _check_aspect_and_split(names, aspect, split)
+        pairs = [tuple(run_benchmark(m, name, aspect=aspect, split=split, data_dir=data_dir, n_boot=0, seed=seed,
+                                     device=device) for m in (metric_a, metric_b)) for name in names]
+    for a, b in pairs:
+        try:
+            rows = compare_results(a, b, aspect=aspect, method=method, n_boot=bootstrap, seed=seed, data_dir=data_dir)
+        except ResultsMismatch as err:
+            raise typer.BadParameter(str(err), param_hint="--results") from None
+        for r in rows:
+            typer.echo(_comparison_line(r, method))
+
+
+def _comparison_line(r: dict, method: str) -> str:
+    """One printed line of ``dialeval compare``."""
+    head = f"{r['benchmark']} {r['subset']:<36} {r['aspect']}:"
+    if "auc_diff" in r:  # discrimination
+        return (f"{head} accuracy {r['metric_a']}={r['accuracy_a']:.3f} {r['metric_b']}={r['accuracy_b']:.3f} "
+                f"diff={r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] p_bootstrap={r['p_bootstrap']:.3g}; "
+                f"any-context AUC {r['auc_a']:.3f} vs {r['auc_b']:.3f} diff={r['auc_diff']:+.3f} "
+                f"[{r['auc_ci_low']:+.3f}, {r['auc_ci_high']:+.3f}] p_bootstrap={r['auc_p_bootstrap']:.3g} "
+                f"({r['n_contexts']} contexts)")
+    williams = r["williams_p"] if r["williams_p"] is None else format(r["williams_p"], ".3g")
+    return (f"{head} {method} {r['metric_a']}={r['r_a']:.3f} {r['metric_b']}={r['r_b']:.3f} "
+            f"diff={r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] "
+            f"p_williams={williams} p_bootstrap={r['p_bootstrap']:.3g}")
 
 
 @app.command("list")

@@ -152,34 +152,49 @@ def run_benchmark(
     )
 
 
-def _run_discrimination(scorer, benchmark, split, ds, *, batch_size, n_boot, seed, progress_bar):
+DISCRIMINATION_FIELDS = {"positive": "positive_responses", "adversarial": "adversarial_negative_responses",
+                         "random": "random_negative_responses"}
+DISCRIMINATION_NEGATIVES = ("random", "adversarial")
+
+
+def discrimination_items(ds) -> tuple[list[list[str]], list[str], np.ndarray, np.ndarray]:
+    """``(contexts, responses, kinds, owner)``: the (context, response) items of a discrimination set in the order
+    they are scored (per context: its positives, adversarial then random negatives), each item's kind and the index
+    of its context."""
     contexts, responses, kinds, owner = [], [], [], []
-    fields = {"positive": "positive_responses", "adversarial": "adversarial_negative_responses",
-              "random": "random_negative_responses"}
     for i, row in enumerate(ds):
-        for kind, column in fields.items():
+        for kind, column in DISCRIMINATION_FIELDS.items():
             for r in row[column]:
                 contexts.append(row["context"])
                 responses.append(r)
                 kinds.append(kind)
                 owner.append(i)
+    return contexts, responses, np.asarray(kinds), np.asarray(owner)
+
+
+def discrimination_matrices(scores, kinds: np.ndarray, owner: np.ndarray) -> dict[str, np.ndarray]:
+    """Per kind, the ``(n_contexts, k)`` matrix of the scores of :func:`discrimination_items`' items."""
+    scores = np.asarray(scores)
+    if len(scores) != len(kinds):
+        raise ValueError(f"{len(scores)} scores for {len(kinds)} items of the discrimination set")
+    n = int(owner.max()) + 1 if len(owner) else 0
+    return {kind: np.stack([scores[(kinds == kind) & (owner == i)] for i in range(n)])
+            for kind in DISCRIMINATION_FIELDS}
+
+
+def _run_discrimination(scorer, benchmark, split, ds, *, batch_size, n_boot, seed, progress_bar):
+    contexts, responses, kinds, owner = discrimination_items(ds)
     if scorer.requires_references:
         raise MetricNotApplicable(f"metric '{scorer.name}' needs references and {benchmark} has none")
     out = scorer.score(contexts=contexts, responses=responses, batch_size=batch_size, progress_bar=progress_bar)
-    scores = np.asarray(out.scores)
-    kinds_arr, owner_arr = np.asarray(kinds), np.asarray(owner)
-
-    def matrix(kind: str) -> np.ndarray:
-        sel = kinds_arr == kind
-        return np.stack([scores[sel & (owner_arr == i)] for i in range(len(ds))])
-
-    pos = matrix("positive")
+    matrix = discrimination_matrices(out.scores, kinds, owner)
+    pos = matrix["positive"]
     rows = []
-    for negative in ("random", "adversarial"):
-        res = stats.discrimination_accuracy(pos, matrix(negative), n_boot=n_boot, seed=seed)
+    for negative in DISCRIMINATION_NEGATIVES:
+        res = stats.discrimination_accuracy(pos, matrix[negative], n_boot=n_boot, seed=seed)
         rows.append({"metric": scorer.name, "benchmark": benchmark, "aspect": f"positive>{negative}",
                      "subset": "pooled", **res})
-        res = stats.across_context_auc(pos, matrix(negative), n_boot=n_boot, seed=seed)
+        res = stats.across_context_auc(pos, matrix[negative], n_boot=n_boot, seed=seed)
         rows.append({"metric": scorer.name, "benchmark": benchmark, "aspect": f"positive>{negative} any context",
                      "subset": "pooled", **res})
     return BenchmarkResult(metric=scorer.name, benchmark=benchmark, split=split, signature=out.signature,

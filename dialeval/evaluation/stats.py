@@ -42,6 +42,7 @@ __all__ = [
     "relative_average_gain",
     "discrimination_accuracy",
     "across_context_auc",
+    "compare_discrimination",
 ]
 
 Method = Literal["pearson", "spearman", "kendall"]
@@ -591,3 +592,61 @@ def across_context_auc(
     return {"accuracy": auc(pos.ravel(), neg.ravel()), "ci_low": low, "ci_high": high,
             "n_pairs": pos.size * neg.size, "pairwise": None, "pairwise_ci_low": None, "pairwise_ci_high": None,
             "n_pairwise": 0, "n_contexts": len(pos), "n_boot": int(n_boot), "confidence": float(confidence)}
+
+
+def compare_discrimination(
+    positive_a: Sequence[Sequence[float]] | np.ndarray,
+    negative_a: Sequence[Sequence[float]] | np.ndarray,
+    positive_b: Sequence[Sequence[float]] | np.ndarray,
+    negative_b: Sequence[Sequence[float]] | np.ndarray,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> dict[str, Any]:
+    """Paired comparison of two metrics' discrimination on the same contexts and responses.
+
+    Inputs are :func:`discrimination_accuracy`'s matrices for metric a and for metric b, of the same shapes (row
+    ``c`` is context ``c`` for both). Returns ``{"n_contexts", "accuracy_a", "accuracy_b", "diff", "ci_low",
+    "ci_high", "p_bootstrap", "auc_a", "auc_b", "auc_diff", "auc_ci_low", "auc_ci_high", "auc_p_bootstrap",
+    "n_boot", "confidence"}``:
+
+    * ``diff = accuracy_a - accuracy_b`` (within-context accuracy, ties 0.5) and ``auc_diff`` (the pooled AUC of
+      :func:`across_context_auc`), each with a percentile bootstrap CI from paired resamples: both metrics see the
+      same resampled contexts in every replicate;
+    * ``p_bootstrap``, ``auc_p_bootstrap``: the share of replicates with a difference ``<= 0``, a one-sided
+      p-value for "a discriminates better than b" (0 means below ``1 / n_boot``).
+    """
+    pos_a, neg_a = _context_matrices(positive_a, negative_a, n_boot, confidence)
+    pos_b, neg_b = _context_matrices(positive_b, negative_b, n_boot, confidence)
+    if pos_a.shape != pos_b.shape or neg_a.shape != neg_b.shape:
+        raise InputError(f"the two metrics' matrices differ in shape: positives {pos_a.shape} vs {pos_b.shape}, "
+                         f"negatives {neg_a.shape} vs {neg_b.shape}")
+    per_context = np.column_stack([_win_share(p[:, :, None], n[:, None, :]).mean(axis=(1, 2))
+                                   for p, n in ((pos_a, neg_a), (pos_b, neg_b))])
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(pos_a), size=(n_boot, len(pos_a)))
+    acc_diffs = per_context[idx, 0].mean(axis=1) - per_context[idx, 1].mean(axis=1)
+    auc_diffs = np.asarray([auc(pos_a[i].ravel(), neg_a[i].ravel()) - auc(pos_b[i].ravel(), neg_b[i].ravel())
+                            for i in idx])
+    acc = per_context.mean(axis=0)
+    auc_a, auc_b = auc(pos_a.ravel(), neg_a.ravel()), auc(pos_b.ravel(), neg_b.ravel())
+    low, high = _percentile_ci(acc_diffs, confidence)
+    auc_low, auc_high = _percentile_ci(auc_diffs, confidence)
+    return {
+        "n_contexts": len(pos_a),
+        "accuracy_a": float(acc[0]),
+        "accuracy_b": float(acc[1]),
+        "diff": float(acc[0] - acc[1]),
+        "ci_low": low,
+        "ci_high": high,
+        "p_bootstrap": float(np.mean(acc_diffs <= 0.0)),
+        "auc_a": auc_a,
+        "auc_b": auc_b,
+        "auc_diff": auc_a - auc_b,
+        "auc_ci_low": auc_low,
+        "auc_ci_high": auc_high,
+        "auc_p_bootstrap": float(np.mean(auc_diffs <= 0.0)),
+        "n_boot": int(n_boot),
+        "confidence": float(confidence),
+    }
