@@ -336,8 +336,9 @@ def compare(
     metric_b: Annotated[Optional[str], typer.Option(help="Second metric (scored now).")] = None,
     benchmark: Annotated[Optional[str], typer.Option(help="Benchmark name or group (with --metric-a/-b).")] = None,
     results: Annotated[Optional[list[Path]], typer.Option(
-        help="Instead of two metrics: two JSON files written by `dialeval benchmark` on the same benchmark split "
-             "(e.g. two checkpoints, --label'ed); their saved scores are compared, nothing is scored again.")] = None,
+        help="Instead of two metrics: two JSON files written by `dialeval benchmark` (e.g. two checkpoints, "
+             "--label'ed); the benchmark splits both hold are compared from their saved scores, nothing is scored "
+             "again.")] = None,
     aspect: Annotated[Optional[str], typer.Option(help="Human aspect (default: the benchmark's default).")] = None,
     method: Annotated[str, typer.Option(help="pearson, spearman or kendall.")] = "pearson",
     split: Annotated[Optional[str], typer.Option(help="Benchmark split (default: test).")] = None,
@@ -360,11 +361,11 @@ def compare(
                                      param_hint="--results")
         if len(results) != 2:
             raise typer.BadParameter(f"needs exactly two files, got {len(results)}", param_hint="--results")
-        loaded = [read_results(path) for path in results]
-        if len(loaded[0]) != len(loaded[1]):
-            raise typer.BadParameter(f"{results[0]} holds {len(loaded[0])} results, {results[1]} "
-                                     f"{len(loaded[1])}: compare files of the same benchmarks", param_hint="--results")
-        pairs = list(zip(*loaded))
+        first, second = (read_results(path) for path in results)
+        by_split = {(r["benchmark"], r["split"]): r for r in second}
+        pairs = [(r, by_split[(r["benchmark"], r["split"])]) for r in first if (r["benchmark"], r["split"]) in by_split]
+        if not pairs:
+            raise typer.BadParameter(f"{results[0]} and {results[1]} share no benchmark split", param_hint="--results")
     else:
         if not (metric_a and metric_b and benchmark):
             raise typer.BadParameter("needs --metric-a, --metric-b and --benchmark (or two --results files)",

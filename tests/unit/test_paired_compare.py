@@ -132,3 +132,20 @@ def test_cli_compare_reads_two_saved_results(tmp_path):
     assert "accuracy a=1.000 b=0.500 diff=+0.500" in lines[1] and "(4 contexts)" in lines[1]
     res = runner.invoke(app, ["compare", "--results", str(tmp_path / "a.json"), "--metric-a", "bertscore"])
     assert res.exit_code == 2 and "not both" in res.output
+
+
+def test_cli_compare_pairs_the_benchmark_splits_both_files_hold(tmp_path):
+    root, rows = _ddpp(tmp_path / "data")
+    a = _discrimination_result("a", rows, lambda kind, _: 1.0 if kind == "positive" else 0.0)
+    b = _discrimination_result("b", rows, lambda kind, _: 0.5)
+    other = BenchmarkResult(metric="a", benchmark="fed_turn", split="test", signature="metric:a", level="turn",
+                            rows=[], scores=[0.1, 0.2])
+    write_json([other, a], tmp_path / "a.json")
+    write_json([b], tmp_path / "b.json")
+    res = runner.invoke(app, ["compare", "--results", str(tmp_path / "a.json"), "--results", str(tmp_path / "b.json"),
+                              "--data-dir", str(root), "--bootstrap", "20"])
+    assert res.exit_code == 0, res.output
+    assert [line.split()[0] for line in res.stdout.strip().splitlines()] == ["dailydialog_pp"] * 2
+    write_json([other], tmp_path / "c.json")
+    res = runner.invoke(app, ["compare", "--results", str(tmp_path / "c.json"), "--results", str(tmp_path / "b.json")])
+    assert res.exit_code == 2 and "share no benchmark split" in " ".join(res.output.replace("│", " ").split())
