@@ -112,11 +112,12 @@ EMPTY_TURNS_HELP = ("What to do with an item that has an empty turn, response or
                     "over the scored items).")
 EmptyTurns = Enum("EmptyTurns", {policy: policy for policy in EMPTY_TURN_POLICIES}, type=str)
 # Metadata keys in which scorers count what they truncated (the first one present is reported).
-TRUNCATION_KEYS = ("truncated_pairs", "truncated_texts")
+TRUNCATION_KEYS = ("truncated_pairs", "truncated_texts", "truncated_inputs")
 
 
 def summary_line(metadata: list[dict[str, Any]]) -> str:
-    """One line about the scoring calls behind a command: items (skipped), truncation, seconds, device."""
+    """One line about the scoring calls behind a command: items (skipped), truncation, graphs (the AMR evaluator:
+    utterances, seconds, parsed anew and their rate), seconds, device."""
     items = sum(m["n_items"] for m in metadata)
     skipped = sum(len(m.get("skipped", ())) for m in metadata)
     truncated: dict[str, int] = {}
@@ -131,6 +132,13 @@ def summary_line(metadata: list[dict[str, Any]]) -> str:
     parts += [f"{n} {key.replace('_', ' ')}" for key, n in truncated.items()]
     if uncounted:
         parts.append(f"truncation not reported by {', '.join(dict.fromkeys(uncounted))}")
+    graphs = [m for m in metadata if "graph_utterances" in m]
+    if graphs:  # the AMR evaluator: where its graphs came from, and how fast
+        parsed = sum(m.get("graphs_parsed", 0) for m in graphs)
+        graph_seconds = sum(m["graph_seconds"] for m in graphs)
+        parts.append(f"graphs of {sum(m['graph_utterances'] for m in graphs)} utterances in {graph_seconds:.1f} s "
+                     f"({parsed} parsed" + (f", {parsed / graph_seconds:.0f}/s" if parsed and graph_seconds else "")
+                     + ")")
     seconds = sum(m["seconds"] for m in metadata)
     devices = ", ".join(dict.fromkeys(str(m["device"]) for m in metadata))
     return f"summary: {', '.join(parts)}; {seconds:.1f} s scoring on {devices}"

