@@ -340,8 +340,10 @@ def report(
 
 @app.command()
 def compare(
-    metric_a: Annotated[Optional[str], typer.Option(help="First metric (scored now).")] = None,
-    metric_b: Annotated[Optional[str], typer.Option(help="Second metric (scored now).")] = None,
+    metric_a: Annotated[Optional[str], typer.Option(
+        help="First metric (scored now; with --results, the metric to take from the first file).")] = None,
+    metric_b: Annotated[Optional[str], typer.Option(
+        help="Second metric (scored now; with --results, the metric to take from the second file).")] = None,
     benchmark: Annotated[Optional[str], typer.Option(help="Benchmark name or group (with --metric-a/-b).")] = None,
     results: Annotated[Optional[list[Path]], typer.Option(
         help="Instead of two metrics: two JSON files written by `dialeval benchmark` (e.g. two checkpoints, "
@@ -359,19 +361,18 @@ def compare(
     paired bootstrap of the difference in correlation, for DailyDialog++ a paired bootstrap over contexts of the
     difference in accuracy and in AUC."""
     from ..benchmarks import expand_benchmark
-    from ..evaluation import read_results, run_benchmark
+    from ..evaluation import run_benchmark
     from ..evaluation.paired import ResultsMismatch, compare_results
     from ..scoring.registry import scorer_class
 
     if results:
-        if metric_a or metric_b or benchmark or split:
-            raise typer.BadParameter("give --results, or --metric-a/--metric-b/--benchmark, not both",
+        if benchmark or split:
+            raise typer.BadParameter("--results compares what the files hold: no --benchmark or --split",
                                      param_hint="--results")
         if len(results) != 2:
             raise typer.BadParameter(f"needs exactly two files, got {len(results)}", param_hint="--results")
-        first, second = (read_results(path) for path in results)
-        by_split = {(r["benchmark"], r["split"]): r for r in second}
-        pairs = [(r, by_split[(r["benchmark"], r["split"])]) for r in first if (r["benchmark"], r["split"]) in by_split]
+        first, second = (_results_of(path, metric) for path, metric in zip(results, (metric_a, metric_b)))
+        pairs = [(r, second[key]) for key, r in first.items() if key in second]
         if not pairs:
             raise typer.BadParameter(f"{results[0]} and {results[1]} share no benchmark split", param_hint="--results")
     else:
@@ -391,6 +392,24 @@ def compare(
             raise typer.BadParameter(str(err), param_hint="--results") from None
         for r in rows:
             typer.echo(_comparison_line(r, method))
+
+
+def _results_of(path: Path, metric: str | None) -> dict[tuple[str, str], dict]:
+    """The results in ``path`` by (benchmark, split): those of ``metric``, which must be given when the file holds
+    several metrics on one split."""
+    from ..evaluation import read_results
+
+    found = [r for r in read_results(path) if metric is None or r["metric"] == metric]
+    if not found:
+        raise typer.BadParameter(f"{path} holds no result of {metric!r}", param_hint="--results")
+    by_split: dict[tuple[str, str], dict] = {}
+    for r in found:
+        key = (r["benchmark"], r["split"])
+        if key in by_split:
+            raise typer.BadParameter(f"{path} holds {by_split[key]['metric']} and {r['metric']} on {key[0]} "
+                                     f"({key[1]}): pick one with --metric-a / --metric-b", param_hint="--results")
+        by_split[key] = r
+    return by_split
 
 
 def _comparison_line(r: dict, method: str) -> str:

@@ -130,8 +130,9 @@ def test_cli_compare_reads_two_saved_results(tmp_path):
     lines = res.stdout.strip().splitlines()  # the data progress bars go to stderr
     assert len(lines) == 2 and "positive>adversarial" in lines[1]
     assert "accuracy a=1.000 b=0.500 diff=+0.500" in lines[1] and "(4 contexts)" in lines[1]
-    res = runner.invoke(app, ["compare", "--results", str(tmp_path / "a.json"), "--metric-a", "bertscore"])
-    assert res.exit_code == 2 and "not both" in res.output
+    res = runner.invoke(app, ["compare", "--results", str(tmp_path / "a.json"), "--results", str(tmp_path / "b.json"),
+                              "--benchmark", "dailydialog_pp"])
+    assert res.exit_code == 2 and "no --benchmark or --split" in " ".join(res.output.replace("│", " ").split())
 
 
 def test_cli_compare_pairs_the_benchmark_splits_both_files_hold(tmp_path):
@@ -149,3 +150,20 @@ def test_cli_compare_pairs_the_benchmark_splits_both_files_hold(tmp_path):
     write_json([other], tmp_path / "c.json")
     res = runner.invoke(app, ["compare", "--results", str(tmp_path / "c.json"), "--results", str(tmp_path / "b.json")])
     assert res.exit_code == 2 and "share no benchmark split" in " ".join(res.output.replace("│", " ").split())
+
+
+def test_cli_compare_picks_one_metric_of_a_file_that_holds_several(tmp_path):
+    root, rows = _ddpp(tmp_path / "data")
+    good = _discrimination_result("good", rows, lambda kind, _: 1.0 if kind == "positive" else 0.0)
+    flat = _discrimination_result("flat", rows, lambda kind, _: 0.5)
+    write_json([flat, good], tmp_path / "both.json")
+    write_json([flat], tmp_path / "flat.json")
+    args = ["compare", "--results", str(tmp_path / "both.json"), "--results", str(tmp_path / "flat.json"),
+            "--data-dir", str(root), "--bootstrap", "20"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2 and "pick one with --metric-a" in " ".join(res.output.replace("│", " ").split())
+    res = runner.invoke(app, [*args, "--metric-a", "good"])
+    assert res.exit_code == 0, res.output
+    assert "accuracy good=1.000 flat=0.500" in res.stdout
+    res = runner.invoke(app, [*args, "--metric-a", "nothing"])
+    assert res.exit_code == 2 and "holds no result of 'nothing'" in " ".join(res.output.replace("│", " ").split())
