@@ -171,6 +171,11 @@ class Space:
 
 #: The Space of each learned metric; ``metrics/<m>/app.py`` builds ``SPACES[m]``.
 SPACES: dict[str, Space] = {space.metric: space for space in (
+    Space("amr_eval", title="AMR-enhanced evaluator: response appropriateness (dialeval)",
+          score_label="SLM probability (appropriate)",
+          description="The small model of the AMR-enhanced evaluator: the probability that the response is an "
+                      "appropriate reply, from the text and the graphs of the context and the response (spaCy "
+                      "dependency graphs standing in for AMR). The LLM judge is not run here. Runs offline on CPU."),
     Space("bert_ruber", title="BERT-RUBER: referenced + unreferenced response score (dialeval)",
           score_label="BERT-RUBER hybrid (min)", fields=("context", "response", "reference"),
           details={"unreferenced": "unreferenced_scores", "referenced cosine": "referenced_scores"},

