@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 from filelock import FileLock
 
+from dialeval.backbone.batching import progress
 from dialeval.errors import InputError
 
 from .graphs import SimpleGraph
@@ -328,10 +329,10 @@ class LlmJudge:
                                                                         "attempts": attempt})
         return outcome, attempt
 
-    def rate(self, items: Iterable[JudgeItem]) -> list[JudgeResult]:
+    def rate(self, items: Iterable[JudgeItem], *, progress_bar: bool | None = None) -> list[JudgeResult]:
         """One :class:`JudgeResult` per item, in input order. Every prompt is built (and every item checked)
         before the first request. Failures are results, counted in :attr:`last_summary` and logged as a
-        warning."""
+        warning. ``progress_bar`` shows the requests as they complete (``None``: once they take a few seconds)."""
         items = list(items)
         messages = [self.messages(item, i) for i, item in enumerate(items)]
         keys = [self.request_key(m) for m in messages]
@@ -342,7 +343,8 @@ class LlmJudge:
             pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo)), thread_name_prefix="llm-judge")
             try:
                 futures = {pool.submit(self._request, k, m): k for k, m in todo.items()}
-                for future in as_completed(futures):
+                for future in progress(as_completed(futures), total=len(futures), enabled=progress_bar,
+                                       desc="llm-judge"):
                     fresh[futures[future]] = future.result()
             except BaseException:
                 pool.shutdown(wait=True, cancel_futures=True)

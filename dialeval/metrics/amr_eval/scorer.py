@@ -157,16 +157,16 @@ class AmrEvalScorer(LearnedScorer):
             for key in ("slm_scores", "judge_requests", "judge_from_cache", "judge_mean_digit_mass"):
                 self._last.pop(key, None)
             return scores
-        return self._judge(contexts, [it.response for it in items], scores, pairs)
+        return self._judge(contexts, [it.response for it in items], scores, pairs, progress_bar=progress_bar)
 
-    def _judge(self, contexts: list[list[str]], responses: list[str], slm: np.ndarray,
-               pairs: list | None) -> np.ndarray:
+    def _judge(self, contexts: list[list[str]], responses: list[str], slm: np.ndarray, pairs: list | None, *,
+               progress_bar: bool | None) -> np.ndarray:
         """The judge's ratings of the items (see the module docstring)."""
         structure = self.judge.with_structure
         items = [JudgeItem(context=c, response=r, **({"slm_probability": float(p), "context_graph": pair[0],
                                                        "response_graph": pair[1]} if structure else {}))
                  for c, r, p, pair in zip(contexts, responses, slm, pairs or [None] * len(responses))]
-        results = self.judge.rate(items)
+        results = self.judge.rate(items, progress_bar=progress_bar)
         failed = [r for r in results if r.score is None]
         if failed:
             raise JudgeFailed(f"the LLM judge gave no rating for {len(failed)} of {len(results)} items (first: "
