@@ -210,3 +210,25 @@ def test_the_judge_reads_the_slm_probability_and_graphs_and_its_rating_is_the_sc
     judged.use_judge(None)
     assert judged.score(contexts=contexts[:2], responses=responses[:2]).scores == alone.scores
     assert "|judge:" not in judged.signature and not math.isnan(alone.system_score)
+
+
+def test_the_evaluate_module_scores_with_the_slm_or_a_judge(tmp_path):
+    """`evaluate.load("metrics/amr_eval")` on the shipped default: SLM probabilities by default, a judge's ratings
+    with `judge=`, and back to the SLM on the next call without it."""
+    import evaluate
+
+    import dialeval
+    from dialeval.metrics.amr_eval.judge import LlmJudge
+
+    root = Path(__file__).resolve().parents[2]
+    module = evaluate.load(str(root / "metrics" / "amr_eval"))
+    inputs = {"predictions": ["Sure, what time works for you?", "The printer is out of paper."],
+              "contexts": [["Want to get lunch?"], ["Want to get lunch?"]]}
+    slm = module.compute(**inputs)
+    direct = dialeval.load_scorer("amr_eval", device="cpu").score(contexts=inputs["contexts"],
+                                                                   responses=inputs["predictions"])
+    assert slm["scores"] == pytest.approx(direct.scores) and slm["signature"] == direct.signature
+    judge = LlmJudge(RecordingBackend(), with_structure=True, cache=False)
+    judged = module.compute(**inputs, judge=judge)
+    assert judged["scores"] == [pytest.approx(3.5)] * 2 and "|judge:llm-judge(" in judged["signature"]
+    assert module.compute(**inputs)["scores"] == slm["scores"]
