@@ -57,7 +57,7 @@ NODES_FILE = "nodes.txt.gz"
 def quantise_rows(embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row as int8 values times its own float32 scale: the scale is the row's largest magnitude / 127, the
     values are round(x / scale), so the largest is +-127. A zero row stores zeros and scale 0. The error per value
-    is at most half a scale step (under 0.4% of the row's largest magnitude); a quarter of fp16's bytes."""
+    is at most half a scale step (under 0.4% of the row's largest magnitude); half of fp16's bytes, plus a scale."""
     x = np.asarray(embeddings, dtype=np.float32)
     scale = np.abs(x).max(axis=1) / np.float32(127) if x.size else np.zeros(len(x), np.float32)
     q = np.divide(x, scale[:, None], out=np.zeros_like(x), where=scale[:, None] > 0)
