@@ -384,7 +384,7 @@ def compare(
         names = expand_benchmark(benchmark)
         _check_aspect_and_split(names, aspect, split)
         pairs = [tuple(run_benchmark(m, name, aspect=aspect, split=split, data_dir=data_dir, n_boot=0, seed=seed,
-                                     device=device) for m in (metric_a, metric_b)) for name in names]
+                                     device=device).to_dict() for m in (metric_a, metric_b)) for name in names]
     for a, b in pairs:
         try:
             rows = compare_results(a, b, aspect=aspect, method=method, n_boot=bootstrap, seed=seed, data_dir=data_dir)

@@ -1,8 +1,8 @@
 """Paired comparison of two metrics' results on the same benchmark items (``dialeval compare``).
 
-:func:`compare_results` takes two results of one benchmark split, fresh from :func:`~.runner.run_benchmark` or read
-back from the JSON that ``dialeval benchmark`` writes (so a comparison needs no second scoring run), and returns one
-row per comparison:
+:func:`compare_results` takes two results of one benchmark split, fresh from :func:`~.runner.run_benchmark`
+(``.to_dict()``) or read back from the JSON that ``dialeval benchmark`` writes (so a comparison needs no second
+scoring run), and returns one row per comparison:
 
 * a correlation benchmark: per subset and pooled, :func:`.stats.compare_metrics` of the two metrics' scores against
   the human ratings of one aspect (Williams' test and a paired bootstrap);
@@ -33,13 +33,9 @@ class ResultsMismatch(ValueError):
     """The two results do not score the same items."""
 
 
-def _field(result: Mapping[str, Any] | Any, name: str) -> Any:
-    return result[name] if isinstance(result, Mapping) else getattr(result, name)
-
-
 def compare_results(
-    a: Mapping[str, Any] | Any,
-    b: Mapping[str, Any] | Any,
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
     *,
     aspect: str | None = None,
     method: stats.Method = "pearson",
@@ -47,20 +43,21 @@ def compare_results(
     seed: int = 0,
     data_dir: str | os.PathLike | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows comparing result ``a`` with result ``b`` (see the module docstring); ``aspect`` defaults to the
-    benchmark's default aspect (correlation benchmarks only)."""
+    """Rows comparing result ``a`` with result ``b`` (dicts as :func:`~.runner.read_results` gives, or
+    ``BenchmarkResult.to_dict()``; see the module docstring); ``aspect`` defaults to the benchmark's default aspect
+    (correlation benchmarks only)."""
     from ..benchmarks import benchmark_info, load_benchmark
 
-    benchmark, split = _field(a, "benchmark"), _field(a, "split")
-    if (_field(b, "benchmark"), _field(b, "split")) != (benchmark, split):
-        raise ResultsMismatch(f"{_field(a, 'metric')} is on {benchmark} ({split}), {_field(b, 'metric')} on "
-                              f"{_field(b, 'benchmark')} ({_field(b, 'split')}): compare results of one split")
-    scores_a, scores_b = np.asarray(_field(a, "scores"), float), np.asarray(_field(b, "scores"), float)
+    benchmark, split = a["benchmark"], a["split"]
+    if (b["benchmark"], b["split"]) != (benchmark, split):
+        raise ResultsMismatch(f"{a['metric']} is on {benchmark} ({split}), {b['metric']} on "
+                              f"{b['benchmark']} ({b['split']}): compare results of one split")
+    scores_a, scores_b = np.asarray(a["scores"], float), np.asarray(b["scores"], float)
     if scores_a.shape != scores_b.shape:
-        raise ResultsMismatch(f"{benchmark} ({split}): {len(scores_a)} scores for {_field(a, 'metric')}, "
-                              f"{len(scores_b)} for {_field(b, 'metric')}")
+        raise ResultsMismatch(f"{benchmark} ({split}): {len(scores_a)} scores for {a['metric']}, "
+                              f"{len(scores_b)} for {b['metric']}")
     info = benchmark_info(benchmark)
-    base = {"benchmark": benchmark, "split": split, "metric_a": _field(a, "metric"), "metric_b": _field(b, "metric")}
+    base = {"benchmark": benchmark, "split": split, "metric_a": a["metric"], "metric_b": b["metric"]}
     if info.kind == "discrimination":
         ds = load_benchmark(benchmark, split=split, data_dir=data_dir)
         _, _, kinds, owner = discrimination_items(ds)
@@ -72,16 +69,16 @@ def compare_results(
     if info.kind != "correlation":
         raise ResultsMismatch(f"{benchmark} is a {info.kind} benchmark: compare covers correlation and "
                               "discrimination benchmarks")
-    if list(_field(a, "item_ids")) != list(_field(b, "item_ids")):
+    if list(a["item_ids"]) != list(b["item_ids"]):
         raise ResultsMismatch(f"{benchmark} ({split}): the two results list other items (item_ids differ)")
     chosen = aspect or info.default_aspect
-    human_by_aspect = _field(a, "human")
+    human_by_aspect = a["human"]
     if chosen not in human_by_aspect:
         raise ResultsMismatch(f"{benchmark} ({split}): no human ratings of {chosen!r} in the result of "
-                              f"{_field(a, 'metric')}; aspects: {', '.join(human_by_aspect)}")
+                              f"{a['metric']}; aspects: {', '.join(human_by_aspect)}")
     human = np.array([np.nan if v is None else v for v in human_by_aspect[chosen]], dtype=float)
     keep = np.isfinite(human)
-    subsets = np.asarray(_field(a, "subsets"))
+    subsets = np.asarray(a["subsets"])
     rows = []
     for subset in [*dict.fromkeys(subsets.tolist()), "pooled"]:
         sel = keep & ((subsets == subset) if subset != "pooled" else True)

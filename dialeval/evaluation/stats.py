@@ -511,6 +511,11 @@ def _win_share(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     return (pos > neg) + 0.5 * (pos == neg)
 
 
+def _context_accuracy(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """Per context, the share of its (positive, negative) pairs with the positive above (ties half)."""
+    return _win_share(pos[:, :, None], neg[:, None, :]).mean(axis=(1, 2))
+
+
 def discrimination_accuracy(
     positive_scores: Sequence[Sequence[float]] | np.ndarray,
     negative_scores: Sequence[Sequence[float]] | np.ndarray,
@@ -536,7 +541,7 @@ def discrimination_accuracy(
     paired = k_pos == k_neg
 
     # Per-context accuracies; every context has the same number of pairs, so overall accuracy is their mean.
-    per_context = [_win_share(pos[:, :, None], neg[:, None, :]).mean(axis=(1, 2))]
+    per_context = [_context_accuracy(pos, neg)]
     if paired:
         per_context.append(_win_share(pos, neg).mean(axis=1))
     per_context_arr = np.column_stack(per_context)
@@ -622,8 +627,7 @@ def compare_discrimination(
     if pos_a.shape != pos_b.shape or neg_a.shape != neg_b.shape:
         raise InputError(f"the two metrics' matrices differ in shape: positives {pos_a.shape} vs {pos_b.shape}, "
                          f"negatives {neg_a.shape} vs {neg_b.shape}")
-    per_context = np.column_stack([_win_share(p[:, :, None], n[:, None, :]).mean(axis=(1, 2))
-                                   for p, n in ((pos_a, neg_a), (pos_b, neg_b))])
+    per_context = np.column_stack([_context_accuracy(pos_a, neg_a), _context_accuracy(pos_b, neg_b)])
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(pos_a), size=(n_boot, len(pos_a)))
     acc_diffs = per_context[idx, 0].mean(axis=1) - per_context[idx, 1].mean(axis=1)

@@ -82,7 +82,7 @@ def test_compare_results_rebuilds_contexts_and_kinds_from_the_benchmark(tmp_path
     # a: positives 1, adversarial 0, random 1 (a tie); b: every score 0.5
     a = _discrimination_result("a", rows, lambda kind, _: {"positive": 1.0, "adversarial": 0.0, "random": 1.0}[kind])
     b = _discrimination_result("b", rows, lambda kind, _: 0.5)
-    out = {r["aspect"]: r for r in compare_results(a, b, data_dir=root, n_boot=50)}
+    out = {r["aspect"]: r for r in compare_results(a.to_dict(), b.to_dict(), data_dir=root, n_boot=50)}
     assert set(out) == {"positive>random", "positive>adversarial"}
     assert out["positive>adversarial"]["accuracy_a"] == 1.0 and out["positive>adversarial"]["diff"] == 0.5
     assert out["positive>random"]["accuracy_a"] == 0.5 and out["positive>random"]["diff"] == 0.0
@@ -95,11 +95,11 @@ def test_compare_results_refuses_results_of_other_items(tmp_path):
     shorter = _discrimination_result("b", rows, lambda kind, _: 1.0)
     shorter.scores = shorter.scores[:-1]
     with pytest.raises(ResultsMismatch, match="59 for b"):
-        compare_results(a, shorter, data_dir=root)
+        compare_results(a.to_dict(), shorter.to_dict(), data_dir=root)
     other_split = _discrimination_result("b", rows, lambda kind, _: 1.0)
     other_split.split = "validation"
     with pytest.raises(ResultsMismatch, match="compare results of one split"):
-        compare_results(a, other_split, data_dir=root)
+        compare_results(a.to_dict(), other_split.to_dict(), data_dir=root)
 
 
 def test_compare_results_on_a_correlation_benchmark_matches_compare_metrics():

@@ -18,7 +18,7 @@ the bytes depend only on the names), ``graph.safetensors`` (``indptr`` int32, or
 ``row_scale`` float32 [N]: see :func:`quantise_rows`) and ``meta.json`` (format, source, counts, relations, embedding
 kind and dims, sha256 of the source files and of the saved files, settings). For ConceptNet-100K with reverse
 edges: nodes.txt.gz 0.4 MB, graph.safetensors 1.5 MB, embeddings.safetensors 4.2 MB, meta.json 3 kB; loading takes
-0.1 s. Version 1 stored the names as plain text, ``indptr`` as int64 and the vectors in fp16 (12.6 MB in all);
+0.1 s. Version 1 stored the names as plain text, ``indptr`` as int64 and the vectors in fp16 (11.0 MB in all);
 the shipped GRADE checkpoint was converted to version 2 to keep the repository small (the GRADE card has the
 effect on its figures).
 :meth:`GraphTables.build` caches the folder under ``cache_dir`` keyed by the source hashes and settings.
