@@ -1,7 +1,7 @@
 """Reading a user's text files (UTF-8, JSON Lines) with errors that name the file and the line.
 
-A leaf module: the command line's input rows (:mod:`dialeval.cli.io`) and the corpora a scorer is pointed at
-(RADE's pseudo-reference corpus) read through it. Every failure is an :class:`~dialeval.errors.InputFileError`.
+A leaf module: the corpora a scorer is pointed at (RADE's pseudo-reference corpus, the AMR evaluator's corpora) read
+through it; the rows to score are read lazily by :mod:`dialeval.scale.sources`. Every failure is an :class:`~dialeval.errors.InputFileError`.
 """
 
 from __future__ import annotations

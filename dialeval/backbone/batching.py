@@ -7,6 +7,7 @@ bit-identical whatever the batch size. Callers always restore the input order fr
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Sequence
 
 import torch
@@ -39,13 +40,23 @@ def length_sorted_batches(
     return batches
 
 
-def resolve_device(device: str | torch.device | None = None) -> torch.device:
-    """An explicit ``device`` wins; otherwise Accelerate picks (cuda, mps, xpu... or cpu)."""
-    if device is not None:
-        return torch.device(device)
+def process_state():
+    """Accelerate's ``PartialState``: which process this is, of how many, and its device.
+
+    Under ``accelerate launch`` / ``torchrun`` on a machine without GPUs the processes talk over gloo, which
+    Accelerate only sets up when asked for the CPU; everywhere else this is Accelerate's own choice.
+    """
     from accelerate import PartialState
 
-    return PartialState().device
+    launched = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    return PartialState(cpu=launched and not torch.cuda.is_available())
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """An explicit ``device`` wins; otherwise Accelerate picks (this process's GPU, mps, xpu... or cpu)."""
+    if device is not None:
+        return torch.device(device)
+    return process_state().device
 
 
 def progress(iterable: Iterable, *, total: int, enabled: bool | None, desc: str):

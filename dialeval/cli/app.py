@@ -19,9 +19,9 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from ..errors import DialevalError, InputFileError, UnknownNameError
+from ..errors import DialevalError, UnknownNameError
+from ..scale.stream import DEFAULT_CHUNK_ROWS, ON_ERROR_POLICIES
 from ..schema import EMPTY_TURN_POLICIES
-from .io import read_rows, write_rows
 
 ALL_BASELINES = "baselines"
 ALL_BENCHMARKS = "all"
@@ -51,17 +51,6 @@ def _global_options(
     debug: Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")] = False,
 ) -> None:
     """Learned metrics for open-domain dialogue."""
-
-
-def _column(rows: list[dict], key: str, *aliases: str, path: Path) -> list | None:
-    """Field ``key`` (or the first alias present) of every row; None if no row has it."""
-    for k in (key, *aliases):
-        if any(k in r for r in rows):
-            missing = [i for i, r in enumerate(rows) if k not in r]
-            if missing:
-                raise InputFileError(f"{path}: rows {missing[:10]} (counting from 0) have no '{k}' field")
-            return [r[k] for r in rows]
-    return None
 
 
 CHECKPOINT_HELP = "Learned metrics only: a checkpoint folder or training run folder (default: the shipped one)."
@@ -119,7 +108,7 @@ def summary_line(metadata: list[dict[str, Any]]) -> str:
     """One line about the scoring calls behind a command: items (skipped), truncation, graphs (the AMR evaluator:
     utterances, seconds, parsed anew and their rate), seconds, device."""
     items = sum(m["n_items"] for m in metadata)
-    skipped = sum(len(m.get("skipped", ())) for m in metadata)
+    skipped = sum(m.get("n_skipped", len(m.get("skipped", ()))) for m in metadata)
     truncated: dict[str, int] = {}
     uncounted: list[str] = []
     for m in metadata:
@@ -144,13 +133,23 @@ def summary_line(metadata: list[dict[str, Any]]) -> str:
     return f"summary: {', '.join(parts)}; {seconds:.1f} s scoring on {devices}"
 
 
+ON_ERROR_HELP = ("What to do with a row that cannot be read or validated: stop (name it by file:line and field, "
+                 "after writing every row before it) or skip (write it with score null and the reason in 'error').")
+OnError = Enum("OnError", {policy: policy for policy in ON_ERROR_POLICIES}, type=str)
+
+
 @app.command()
 def score(
     metric: Annotated[str, typer.Option(help="Metric name (see `dialeval list`).")],
     input: Annotated[Path, typer.Option("--input", "-i", help=(
-        "JSONL or CSV, one item per row: context and response (and references), or dialogue."))],
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write rows + score (.jsonl or .csv).")] = None,
+        "JSONL, CSV or Parquet, one item per row: context and response (and references), or dialogue. Read "
+        "lazily: any size."))],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help=(
+        "Write rows + score (.jsonl or .csv) chunk by chunk; a stopped run, started again with the same arguments, "
+        "goes on where it stopped (progress and signature in OUTPUT.dialeval.json)."))] = None,
     batch_size: Annotated[int, typer.Option(help="Items per batch.")] = 32,
+    chunk_size: Annotated[int, typer.Option(help="Rows read, scored and written at a time (memory grows with it).")
+                          ] = DEFAULT_CHUNK_ROWS,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, mps... (default: Accelerate picks).")] = None,
     turn_separator: Annotated[Optional[str], typer.Option(help=(
         "CSV only: split context/dialogue/references cells into turns (cells holding a JSON list are read as "
@@ -158,44 +157,53 @@ def score(
     checkpoint: Annotated[Optional[str], typer.Option(help=CHECKPOINT_HELP)] = None,
     option: Annotated[Optional[list[str]], typer.Option(help=OPTION_HELP)] = None,
     empty_turns: Annotated[EmptyTurns, typer.Option(help=EMPTY_TURNS_HELP)] = EmptyTurns.error,
+    on_error: Annotated[OnError, typer.Option(help=ON_ERROR_HELP)] = OnError.stop,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=(
+        "Score everything again into OUTPUT, replacing it, instead of going on where a stopped run left off."))
+                         ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> None:
-    """Score a file of context-response pairs (or whole dialogues) and print the system score."""
-    from ..schema import InputError
+    """Score a file of context-response pairs (or whole dialogues) and print the system score.
 
-    rows = read_rows(input, turn_separator)
+    Under `accelerate launch -m dialeval score ...` (or torchrun) the rows are shared among the processes and
+    gathered back in input order; the main process writes.
+    """
+    from ..backbone.batching import process_state
+    from ..scale import iter_scored, open_source, score_stream
+    from ..scale.output import Totals
+
+    source = open_source(input, turn_separator=turn_separator)  # a missing or unreadable file fails before loading
+    main = process_state().is_main_process  # before the model loads, so that each process gets its device
     scorer = _load(metric, device=device, checkpoint=checkpoint, options=option)
-    common = {"batch_size": batch_size, "progress_bar": False if quiet else None, "empty_turns": empty_turns.value}
-    try:
-        dialogues = _column(rows, "dialogue", path=input)
-        if dialogues is not None:
-            out = scorer.score_dialogues(dialogues=dialogues, **common)
-        else:
-            contexts = _column(rows, "context", path=input)
-            responses = _column(rows, "response", path=input)
-            if contexts is None or responses is None:
-                raise InputFileError(f"{input}: rows need 'context' and 'response' fields (or 'dialogue')")
-            references = _column(rows, "references", "reference", path=input)
-            out = scorer.score(contexts=contexts, responses=responses, references=references, **common)
-    except InputFileError:
-        raise
-    except InputError as err:  # name the file; item indices count rows from 0
-        raise InputError(f"{input}: {err}") from None
-    reasons = {s["index"]: s["reason"] for s in out.metadata.get("skipped", ())}
-    for i, (row, value) in enumerate(zip(rows, out.scores)):
-        row["score"] = value
-        if i in reasons:
-            row["skipped_reason"] = reasons[i]
+    settings = {"chunk_size": chunk_size, "batch_size": batch_size, "empty_turns": empty_turns.value,
+                "on_error": on_error.value}
     if output is not None:
-        write_rows(rows, output)
+        result = score_stream(scorer, source, output, overwrite=overwrite,
+                              progress_bar=False if quiet else None, **settings)
+        totals, metadata = result.totals, result.metadata
+        if result.resumed_from and main:
+            typer.echo(f"resumed: {result.resumed_from} rows were already in {output}", err=True)
     else:
-        for i, (row, value) in enumerate(zip(rows, out.scores)):
-            typer.echo(f"{row.get('id', '-')}\t" + (f"skipped: {reasons[i]}" if value is None else f"{value:.4f}"))
-    system = "none (no item was scored)" if not out.metadata.get("n_scored", len(out)) else f"{out.system_score:.4f}"
-    typer.echo(f"{out.metadata['level']}s: {len(out)}" + (f" ({len(reasons)} skipped)" if reasons else "")
+        totals, metadata = Totals(), []
+        for chunk in iter_scored(scorer, source, **settings):
+            for row in chunk.rows:
+                totals.add(row)
+                if main:
+                    value = row["score"]
+                    why = row.get("error") or row.get("skipped_reason")
+                    typer.echo(f"{row.get('id', '-')}\t" + (f"{value:.4f}" if value is not None else
+                                                            f"{'failed' if 'error' in row else 'skipped'}: {why}"))
+            metadata.extend(chunk.metadata)
+    if not main:
+        return
+    level = metadata[0]["level"] if metadata else "item"
+    notes = [f"{n} {what}" for n, what in ((totals.skipped, "skipped"), (totals.failed, "failed")) if n]
+    system = f"{totals.system_score:.4f}" if totals.scored else "none (no item was scored)"
+    typer.echo(f"{level}s: {totals.rows}" + (f" ({', '.join(notes)})" if notes else "")
                + f"  system score: {system}")
-    typer.echo(f"signature: {out.signature}")
-    typer.echo(summary_line([out.metadata]), err=True)
+    typer.echo(f"signature: {scorer.signature}")
+    if metadata:
+        typer.echo(summary_line(metadata), err=True)
 
 
 @app.command()

@@ -50,7 +50,7 @@ def test_score_bad_row_names_index_and_field(tmp_path):
     src.write_text('{"context": "hi", "response": "ok"}\n{"context": "hi", "response": ""}\n')
     res = runner.invoke(app, ["score", "--metric", "context_cosine", "-i", str(src)])
     assert res.exit_code == 2
-    assert "responses[1] is empty" in res.output
+    assert f"{src}:2: field 'response' is empty" in res.output
 
 
 def test_list_names_metrics_and_benchmarks():

@@ -7,8 +7,8 @@ import typer
 from typer.testing import CliRunner
 
 from dialeval.cli import app
-from dialeval.cli.io import read_rows, write_rows
 from dialeval.errors import DialevalError, InputFileError
+from dialeval.scale import open_source
 
 runner = CliRunner()
 
@@ -123,8 +123,10 @@ def test_missing_checkpoint_folder(good, tmp_path):
 def test_missing_field_names_the_file_and_rows(tmp_path):
     path = tmp_path / "rows.jsonl"
     path.write_text('{"context": "hi", "response": "ok"}\n{"context": "hi"}\n')
+    _one_line_error(runner.invoke(app, ["score", "--metric", "utterance_length", "-i", str(path)]),
+                    f"{path}:2: no 'response' field")
     _one_line_error(runner.invoke(app, ["score", "--metric", "rougeL", "-i", str(path)]),
-                    str(path), "rows [1]", "no 'response' field")
+                    f"{path}:1: no 'references' field; metric 'rougeL' needs references")
 
 
 def test_train_commands_share_the_handler(tmp_path):
@@ -152,14 +154,18 @@ def test_usage_errors_stay_usage_errors(good):
     assert "drop" in res.output and "error" in res.output and "skip" in res.output
 
 
-# -- reading and writing rows (dialeval.cli.io) ----------------------------------------------------------------------
+# -- reading and writing rows (dialeval.scale.sources, dialeval.scale.output) ----------------------------------------
+def read_rows(path, turn_separator=None):
+    return [row.fields for row in open_source(path, turn_separator=turn_separator).rows()]
+
+
 def test_csv_written_by_score_reads_back_as_lists(tmp_path):
     rows = [{"id": "a", "context": ["hi there", "how are you?"], "response": "fine, thanks",
              "references": ["good, thanks", "fine"]},
             {"id": "b", "context": [{"role": "user", "content": "your name?"}], "response": "Bob",
              "references": ["I am Bob"]}]
     src = tmp_path / "in.jsonl"
-    write_rows(rows, src)
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     first = tmp_path / "scored.csv"
     res = runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(src), "-o", str(first)])
     assert res.exit_code == 0, res.output
@@ -177,9 +183,8 @@ def test_csv_written_by_score_reads_back_as_lists(tmp_path):
 def test_csv_list_cell_that_is_not_json_names_file_row_and_column(tmp_path):
     path = tmp_path / "in.csv"
     path.write_text('id,context,response\na,"[""hi"", ""there""]",ok\nb,"[""hi"", oops]",ok\n')
-    line = _one_line_error(runner.invoke(app, ["score", "--metric", "rougeL", "-i", str(path)]),
-                           str(path), "row 2", "column 'context'", "not valid JSON")
-    assert ":3:" in line  # the file line of that row
+    _one_line_error(runner.invoke(app, ["score", "--metric", "utterance_length", "-i", str(path)]),
+                    f"{path}:3: column 'context'", "not valid JSON")  # the file line of that row
 
 
 def test_csv_plain_cells_and_separator(tmp_path):

@@ -111,11 +111,11 @@ def test_cli_skip_writes_null_scores_and_reasons(tmp_path):
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["r0", "r1", "r2", "r3"]
-    assert rows[1]["score"] is None and "contexts[1][1]" in rows[1]["skipped_reason"]
-    assert rows[2]["score"] is None and "responses[2]" in rows[2]["skipped_reason"]
+    assert rows[1]["score"] is None and rows[1]["skipped_reason"].endswith("at field 'context', entry 1")
+    assert rows[2]["score"] is None and rows[2]["skipped_reason"].endswith("at field 'response'")
     assert isinstance(rows[0]["score"], float) and "skipped_reason" not in rows[0]
     mean = (rows[0]["score"] + rows[3]["score"]) / 2
     assert f"turns: 4 (2 skipped)  system score: {mean:.4f}" in res.stdout
     assert "summary: 4 items (2 skipped)" in res.stderr
     refused = runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(src)])
-    assert refused.exit_code == 2 and "contexts[1][1] is empty" in refused.stderr
+    assert refused.exit_code == 2 and f"{src}:2: field 'context', entry 1 is empty" in refused.stderr
