@@ -435,6 +435,43 @@ def _comparison_line(r: dict, method: str) -> str:
             f"p_williams={williams} p_bootstrap={r['p_bootstrap']:.3g}")
 
 
+SCALE_METRICS = "grade,dynaeval,bert_ruber,pone,rade,amr_eval"
+
+
+@app.command("scale-benchmark")
+def scale_benchmark(
+    metric: Annotated[str, typer.Option(help="Comma-separated metric names.")] = SCALE_METRICS,
+    sizes: Annotated[str, typer.Option(help="Comma-separated numbers of rows.")] = "1000,10000,100000,1000000",
+    processes: Annotated[str, typer.Option(help=(
+        "Comma-separated process counts (more than 1: accelerate launch; on a GPU machine, at most its GPUs)."))
+                         ] = "1,2",
+    work_dir: Annotated[Path, typer.Option(help="Where the synthetic rows, scores and results.json go.")
+                        ] = Path("runs/scale_benchmark"),
+    data_dir: Annotated[Optional[Path], typer.Option(help="Data directory (default: $DIALEVAL_DATA_DIR or ../shared/data).")] = None,
+    batch_size: Annotated[int, typer.Option(help="Items per batch.")] = 32,
+    chunk_size: Annotated[int, typer.Option(help="Rows per chunk.")] = DEFAULT_CHUNK_ROWS,
+    device: Annotated[Optional[str], typer.Option(help="cpu, cuda... (default: Accelerate picks).")] = None,
+) -> None:
+    """Items/s and peak RSS of `dialeval score` at growing sizes, 1 vs several processes, against the bare encoder
+    on the same rows (see dialeval.scale.benchmark). A command to run, not a test: 10^6 rows take hours on a CPU."""
+    from ..scale.benchmark import run_scale_benchmark, to_json
+    from ..scoring.registry import scorer_class
+
+    names = [m.strip() for m in metric.split(",") if m.strip()]
+    for name in names:
+        scorer_class(name)  # every name checked before the first run
+    try:
+        counts = [int(x) for x in sizes.split(",")]
+        procs = [int(x) for x in processes.split(",")]
+    except ValueError:
+        raise typer.BadParameter("--sizes and --processes take comma-separated integers") from None
+    runs = run_scale_benchmark(names, counts, procs, work_dir, data_dir=data_dir, batch_size=batch_size,
+                               chunk_size=chunk_size, device=device, echo=typer.echo)
+    to_json(runs, work_dir / "results.json", {"metrics": names, "sizes": counts, "processes": procs,
+                                              "batch_size": batch_size, "chunk_size": chunk_size, "device": device})
+    typer.echo(f"wrote {work_dir / 'results.json'}")
+
+
 @app.command("list")
 def list_() -> None:
     """List metrics and benchmarks."""

@@ -42,7 +42,8 @@ def manifest_path(output: Path) -> Path:
 
 @dataclass
 class Totals:
-    """Counts over every row written so far (across resumed runs) and the running sum behind the system score."""
+    """Counts over every row written so far (across resumed runs), the running sum behind the system score, and the
+    wall seconds spent reading, scoring and writing them (model loading not included)."""
 
     rows: int = 0
     scored: int = 0

@@ -155,7 +155,7 @@ def score_inputs(scorer: Scorer, level: str, inputs: list, *, batch_size: int, e
 
 
 # -- the stream ------------------------------------------------------------------------------------------------------
-def _check_policies(empty_turns: str, on_error: str, chunk_size: int) -> None:
+def check_policies(empty_turns: str, on_error: str, chunk_size: int) -> None:
     check_empty_turns(empty_turns)
     if on_error not in ON_ERROR_POLICIES:
         raise UnknownNameError("on_error policy", on_error, ON_ERROR_POLICIES)
@@ -179,7 +179,7 @@ def iter_scored(
     Under ``on_error="stop"`` a bad row ends the iteration with an :class:`InputError` naming it, right after the
     chunk that holds the rows before it.
     """
-    _check_policies(empty_turns, on_error, chunk_size)
+    check_policies(empty_turns, on_error, chunk_size)
     state = process_state()
     parser = RowParser(scorer, empty_turns)
     errors_seen = False
@@ -260,7 +260,7 @@ def score_stream(
     Run again with the same arguments after a stop, it goes on from the first row not written. With
     ``output=None`` nothing is written and the result holds the totals only (use :func:`iter_scored` to keep rows).
     """
-    _check_policies(empty_turns, on_error, chunk_size)
+    check_policies(empty_turns, on_error, chunk_size)
     state = process_state()
     src = open_source(source, turn_separator=turn_separator)
     signature = scorer.signature
@@ -289,15 +289,19 @@ def score_stream(
         return result
     bar = progress(iter(()), total=None if src.length is None else src.length - start,
                    enabled=progress_bar if state.is_main_process else False, desc=scorer.name)
+    tick = time.perf_counter()
     try:
         for chunk in iter_scored(scorer, src, start=start, chunk_size=chunk_size, batch_size=batch_size,
                                  empty_turns=empty_turns, on_error=on_error):
+            # wall seconds since the last chunk was handed over: reading, scoring and the previous write
+            now = time.perf_counter()
+            seconds, tick = now - tick, now
             if writer is not None:
-                writer.append(chunk.rows, chunk.wheres, seconds=chunk.seconds)
+                writer.append(chunk.rows, chunk.wheres, seconds=seconds)
             elif output is None:
                 for row in chunk.rows:
                     totals.add(row)
-                totals.seconds = round(totals.seconds + chunk.seconds, 4)
+                totals.seconds = round(totals.seconds + seconds, 4)
             result.metadata.extend(chunk.metadata)
             bar.update(len(chunk.rows))
     except InputError as err:
