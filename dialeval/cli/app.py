@@ -180,12 +180,13 @@ def score(
     if output is not None:
         result = score_stream(scorer, source, output, overwrite=overwrite,
                               progress_bar=False if quiet else None, **settings)
-        totals, metadata = result.totals, result.metadata
+        totals, metadata, level = result.totals, result.metadata, result.level
         if result.resumed_from and main:
             typer.echo(f"resumed: {result.resumed_from} rows were already in {output}", err=True)
     else:
-        totals, metadata = Totals(), []
+        totals, metadata, level = Totals(), [], None
         for chunk in iter_scored(scorer, source, **settings):
+            level = level or chunk.level
             for row in chunk.rows:
                 totals.add(row)
                 if main:
@@ -196,10 +197,9 @@ def score(
             metadata.extend(chunk.metadata)
     if not main:
         return
-    level = metadata[0]["level"] if metadata else "item"
     notes = [f"{n} {what}" for n, what in ((totals.skipped, "skipped"), (totals.failed, "failed")) if n]
     system = f"{totals.system_score:.4f}" if totals.scored else "none (no item was scored)"
-    typer.echo(f"{level}s: {totals.rows}" + (f" ({', '.join(notes)})" if notes else "")
+    typer.echo(f"{level or 'row'}s: {totals.rows}" + (f" ({', '.join(notes)})" if notes else "")
                + f"  system score: {system}")
     typer.echo(f"signature: {scorer.signature}")
     if metadata:

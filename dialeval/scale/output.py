@@ -77,6 +77,7 @@ class ResultWriter:
         self.signature, self.run = signature, run
         self.csv = self.path.suffix.lower() == ".csv"
         self.totals, self.columns, self.bytes, self.complete = Totals(), None, 0, False
+        self.level: str | None = None
         if overwrite:
             self.path.unlink(missing_ok=True)
             self.manifest.unlink(missing_ok=True)
@@ -122,9 +123,13 @@ class ResultWriter:
                 fh.truncate(state["bytes"])
         self.totals = Totals(**state["totals"])
         self.columns, self.bytes, self.complete = state.get("columns"), state["bytes"], state["complete"]
+        self.level = state.get("level")
 
-    def append(self, rows: list[dict[str, Any]], wheres: list[str], *, seconds: float) -> None:
-        """Write ``rows`` (the next rows in input order; ``wheres`` names each for errors) and record them."""
+    def append(self, rows: list[dict[str, Any]], wheres: list[str], *, seconds: float, level: str | None = None
+               ) -> None:
+        """Write ``rows`` (the next rows in input order; ``wheres`` names each for errors) and record them, with the
+        ``seconds`` they took and their ``level`` ("turn" or "dialogue")."""
+        self.level = self.level or level
         if self.csv:
             data = self._csv_text(rows, wheres)
         else:
@@ -161,7 +166,7 @@ class ResultWriter:
 
     def _save(self) -> None:
         state = {"format": MANIFEST_FORMAT, "signature": self.signature, "run": self.run, "bytes": self.bytes,
-                 "columns": self.columns, "complete": self.complete, "totals": asdict(self.totals)}
+                 "columns": self.columns, "level": self.level, "complete": self.complete, "totals": asdict(self.totals)}
         tmp = self.manifest.with_name(self.manifest.name + ".tmp")
         tmp.write_text(json.dumps(state, indent=1), encoding="utf-8")
         os.replace(tmp, self.manifest)

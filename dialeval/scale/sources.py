@@ -206,7 +206,7 @@ class ParquetSource(RowSource):
         groups, first = [], 0
         for g in range(self._file.num_row_groups):  # whole row groups before ``start`` are never read
             size = self._file.metadata.row_group(g).num_rows
-            if first + size > start:
+            if groups or first + size > start:
                 groups.append(g)
             else:
                 first += size
@@ -236,6 +236,8 @@ class IterableSource(RowSource):
 
     def rows(self, start: int = 0) -> Iterator[SourceRow]:
         rows: Iterable = self._rows
+        if self.length is not None and start >= self.length:  # (Dataset.skip refuses to skip every row)
+            return
         if start and hasattr(rows, "skip"):  # datasets: skip without decoding (IterableDataset, Dataset)
             rows = rows.skip(start)
         elif start:

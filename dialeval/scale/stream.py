@@ -58,6 +58,8 @@ class ScoredChunk:
     #: the scorer's metadata for the chunk, one dict per process that scored rows (counts only, no per-item lists)
     metadata: list[dict[str, Any]]
     seconds: float
+    #: "turn" (context-response pairs) or "dialogue", as the first row decided; None while no row was valid
+    level: str | None = None
 
 
 @dataclass
@@ -71,6 +73,8 @@ class StreamResult:
     #: rows that were already written when this run started (0 for a fresh run)
     resumed_from: int
     metadata: list[dict[str, Any]] = field(default_factory=list)
+    #: "turn" or "dialogue" (None when no row was valid)
+    level: str | None = None
 
     @property
     def system_score(self) -> float:
@@ -237,7 +241,8 @@ def iter_scored(
                     out["skipped_reason"] = reason
             out_rows.append(out)
         if out_rows:
-            yield ScoredChunk(out_rows, [r.where for r in chunk], metadata, round(time.perf_counter() - began, 4))
+            yield ScoredChunk(out_rows, [r.where for r in chunk], metadata, round(time.perf_counter() - began, 4),
+                              parser.level)
         if stop is not None:
             raise InputError(stop[1])
 
@@ -284,7 +289,7 @@ def score_stream(
         raise problem
     totals = writer.totals if writer is not None else Totals()
     result = StreamResult(Path(output) if output is not None else None, totals, signature,
-                          resumed_from=totals.rows)
+                          resumed_from=totals.rows, level=writer.level if writer is not None else None)
     if start == -1:  # the output is complete already
         return result
     bar = progress(iter(()), total=None if src.length is None else src.length - start,
@@ -296,8 +301,9 @@ def score_stream(
             # wall seconds since the last chunk was handed over: reading, scoring and the previous write
             now = time.perf_counter()
             seconds, tick = now - tick, now
+            result.level = result.level or chunk.level
             if writer is not None:
-                writer.append(chunk.rows, chunk.wheres, seconds=seconds)
+                writer.append(chunk.rows, chunk.wheres, seconds=seconds, level=chunk.level)
             elif output is None:
                 for row in chunk.rows:
                     totals.add(row)

@@ -15,9 +15,9 @@ Scores (Ghazarian et al., 2019; Tao et al., 2018 for RUBER):
   :class:`~.normalization.MissingCalibration` for the calibrated hybrid, naming the command that adds them.
 
 Determinism: embeddings come from :class:`dialeval.backbone.Encoder` (batch-invariant); the head runs in float64
-on chunks of exactly ``FORWARD_ROWS`` rows (the last chunk topped up with copies), so a score does not depend on the
-batch size or on the other items (with the default normalisation, the hybrid too). The cosine is computed row by row
-in float64.
+one row at a time (float64 GEMM rounds a row by its place in a block), so a score does not depend on the batch size
+or on the other items (with the default normalisation, the hybrid too). The cosine is computed row by row in
+float64.
 
 A checkpoint is a folder with ``config.json`` + ``model.safetensors`` (the head only) + the custom-code files;
 ``checkpoint="default"`` is the one shipped in the package (``dialeval/checkpoints/<metric>/default``).
@@ -112,7 +112,10 @@ class RuberScorer(LearnedScorer):
         c, r = c.to(self._device, torch.float64), r.to(self._device, torch.float64)
 
         def forward(rows: list[int]) -> torch.Tensor:
-            return self.model(context_embeds=c[rows], response_embeds=r[rows]).score
+            # float64 GEMM kernels round a row differently by its place in the block (measured: 1-3 ulp between
+            # neighbouring rows), so the head takes one row at a time: the same path for every row, whatever the
+            # rows beside it. The head is small: this costs well under a millisecond per chunk.
+            return torch.cat([self.model(context_embeds=c[i:i + 1], response_embeds=r[i:i + 1]).score for i in rows])
 
         return self.fixed_row_forward(len(items), [range(len(items))], forward, progress_bar=False)
 
