@@ -451,6 +451,8 @@ def scale_benchmark(
     batch_size: Annotated[int, typer.Option(help="Items per batch.")] = 32,
     chunk_size: Annotated[int, typer.Option(help="Rows per chunk.")] = DEFAULT_CHUNK_ROWS,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda... (default: Accelerate picks).")] = None,
+    bare_encoder: Annotated[bool, typer.Option(help=(
+        "Also time the bare encoder on the same rows (the reference of the throughput ratio)."))] = True,
 ) -> None:
     """Items/s and peak RSS of `dialeval score` at growing sizes, 1 vs several processes, against the bare encoder
     on the same rows (see dialeval.scale.benchmark). A command to run, not a test: 10^6 rows take hours on a CPU."""
@@ -466,9 +468,10 @@ def scale_benchmark(
     except ValueError:
         raise typer.BadParameter("--sizes and --processes take comma-separated integers") from None
     runs = run_scale_benchmark(names, counts, procs, work_dir, data_dir=data_dir, batch_size=batch_size,
-                               chunk_size=chunk_size, device=device, echo=typer.echo)
+                               chunk_size=chunk_size, device=device, bare_encoder=bare_encoder, echo=typer.echo)
     to_json(runs, work_dir / "results.json", {"metrics": names, "sizes": counts, "processes": procs,
-                                              "batch_size": batch_size, "chunk_size": chunk_size, "device": device})
+                                              "batch_size": batch_size, "chunk_size": chunk_size, "device": device,
+                                              "bare_encoder": bare_encoder})
     typer.echo(f"wrote {work_dir / 'results.json'}")
 
 

@@ -2,7 +2,7 @@
 
 The figures a card shows come from one place: ``hub_cards/results/<metric>.json``, the JSON that ``dialeval
 benchmark`` writes, kept without what no card shows: the per-item arrays (scores, ids, human ratings) and Kendall's
-tau. ``dialeval cards collect`` writes that file from benchmark output; ``dialeval cards render`` rewrites the
+tau, its numbers to six significant digits. ``dialeval cards collect`` writes that file from benchmark output; ``dialeval cards render`` rewrites the
 results section of ``metrics/<metric>/README.md`` from it, between :data:`BEGIN` and :data:`END`; the model card of
 an exported checkpoint (:func:`model_card`) takes its ``model-index`` from the same rows. A test re-renders every
 card from the stored results and fails when a card and its results differ, and when the stored results were not
@@ -29,6 +29,8 @@ from ..evaluation.runner import comparison
 STORED_KEYS = ("metric", "benchmark", "split", "level", "signature", "rows", "diagnostics")
 #: Row fields no card shows (Kendall's tau, its p-value and CI), left out of the stored rows.
 DROPPED_ROW_PREFIX = "kendall_"
+#: Significant digits a stored number keeps (cards show three decimals; full float64 digits tripled the files).
+STORED_DIGITS = 6
 BEGIN = "<!-- dialeval:results begin -->"
 END = "<!-- dialeval:results end -->"
 #: The ``model-index`` task of every card: scoring a dialogue response or a dialogue as humans would.
@@ -95,13 +97,24 @@ def collect(metric: str, paths: Sequence[str | os.PathLike], out: str | os.PathL
             kept = {k: res.get(k) for k in STORED_KEYS}
             kept["rows"] = [{k: v for k, v in row.items() if not k.startswith(DROPPED_ROW_PREFIX)}
                             for row in res["rows"]]
-            results.append(kept)
+            results.append(rounded(kept))
     check_results(metric, results, known_metrics, source=", ".join(map(str, paths)))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     # one result per line: small, and a diff shows which result changed
     lines = ",\n".join(json.dumps(res, allow_nan=True) for res in results)
     Path(out).write_text(f"[\n{lines}\n]\n", encoding="utf-8")
     return results
+
+
+def rounded(value: Any) -> Any:
+    """``value`` with every float kept to :data:`STORED_DIGITS` significant digits (nan and inf as they are)."""
+    if isinstance(value, float):
+        return float(f"{value:.{STORED_DIGITS}g}")
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    return value
 
 
 def load_results(metric: str, known_metrics: Iterable[str], root: str | os.PathLike | None = None

@@ -10,6 +10,7 @@ reference), then runs, each in a fresh process (so that peak RSS is that run's o
   loop that writes nothing: the floor that a learned metric's own work (graphs, heads, bookkeeping, writing) is
   measured against.
 
+Each run gets a fresh, empty cache folder (``DIALEVAL_CACHE_DIR``), so none reads what an earlier run cached.
 Items/s is rows over the wall seconds of reading, scoring and writing (model loading excluded; for the metrics the
 output's manifest keeps them); peak RSS is the largest resident set of any process of the run (``ru_maxrss`` of
 the finished children). The same command runs on a GPU machine; there, give ``--processes`` no more than the GPUs.
@@ -104,8 +105,11 @@ def _launcher(processes: int) -> list[str]:
 
 def run_one(metric: str, rows: Path, n: int, processes: int, work_dir: Path, *, batch_size: int, chunk_size: int,
             device: str | None) -> ScaleRun:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     out = work_dir / f"{metric}__{n}__{processes}p"
+    # a fresh cache folder per run: no run reads what an earlier one cached (the AMR evaluator's graphs)
+    cache = work_dir / f"cache__{out.name}"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "DIALEVAL_CACHE_DIR": str(cache)}
     common = ["--batch-size", str(batch_size), "--chunk-size", str(chunk_size)]
     common += ["--device", device] if device else []
     if metric == BARE_ENCODER:
@@ -124,18 +128,21 @@ def run_one(metric: str, rows: Path, n: int, processes: int, work_dir: Path, *, 
             raise RuntimeError(f"{scores} holds {totals['rows']} rows, expected {n}")
         seconds = totals["seconds"]
         scores.unlink()
+        manifest_path(scores).unlink()
+    shutil.rmtree(cache, ignore_errors=True)
     return ScaleRun(metric, n, processes, round(n / seconds, 1), round(rss, 1), round(wall, 1))
 
 
 def run_scale_benchmark(metrics: list[str], sizes: list[int], processes: list[int], work_dir: Path, *,
                         data_dir: str | os.PathLike | None = None, batch_size: int = 32, chunk_size: int = 1024,
-                        device: str | None = None, echo=print) -> list[ScaleRun]:
-    """Every (size, processes, metric) run, the bare encoder first at each; ``echo`` gets a line per run."""
+                        device: str | None = None, bare_encoder: bool = True, echo=print) -> list[ScaleRun]:
+    """Every (size, processes, metric) run, the bare encoder first at each (unless ``bare_encoder=False``);
+    ``echo`` gets a line per run."""
     runs: list[ScaleRun] = []
     for n in sizes:
         rows = write_synthetic(work_dir / f"rows_{n}.jsonl", n, data_dir)
         for p in processes:
-            for metric in [BARE_ENCODER, *metrics]:
+            for metric in [BARE_ENCODER, *metrics] if bare_encoder else metrics:
                 run = run_one(metric, rows, n, p, work_dir, batch_size=batch_size, chunk_size=chunk_size,
                               device=device)
                 runs.append(run)

@@ -309,3 +309,18 @@ def test_dailydialog_pp_examples_split_the_dev_contexts_and_keep_the_file_order(
         dailydialog_pp_examples(tmp_path, "train", negatives=("parroted",))
     with pytest.raises(FileNotFoundError, match="dev.json"):
         dailydialog_pp_examples(tmp_path / "nowhere", "train")
+
+
+def test_cache_holds_at_most_memory_entries_and_recomputes_what_fell_out(tmp_path):
+    source = CountingSource()
+    cache = CachedGraphs(source, tmp_path, memory_entries=2)
+    texts = ["one", "two", "three", "one"]
+    assert [g.concepts[0] for g in cache.graphs(texts)] == texts  # a call gets all its graphs, however many
+    held = [json.loads(line)["text_sha256"] for line in cache.path.read_text().splitlines()][1:]
+    assert list(cache._load()) == held  # "two" and "three": the most recently computed
+    assert source.calls == [["one", "two", "three"]]
+    cache.graphs(["one"])  # fell out of memory: computed and appended again
+    assert source.calls[-1] == ["one"] and len(cache.path.read_text().splitlines()) == 4
+    reopened = CachedGraphs(CountingSource(), tmp_path, memory_entries=2)
+    assert reopened.graphs(["one", "three"])[0].concepts[0] == "one" and reopened.source.calls == []
+    assert reopened.graphs(["two"]) and reopened.source.calls == [["two"]]  # the file's last two are kept

@@ -7,6 +7,10 @@ readable with ``head``/``grep``, and works on file systems where sqlite's lockin
 Writes append whole lines under a file lock and are flushed and fsynced per :meth:`CachedGraphs.graphs` call; a
 line torn by a crash (or any line that does not decode) is skipped on reading and counted in
 ``skipped_lines``, and the next append starts on a fresh line, so the torn entry is simply computed again.
+
+Memory: at most ``memory_entries`` graphs are held (the most recently used; the file's last ones when it is read),
+so scoring 10^6 rows does not hold 10^6 graphs. A graph that fell out of memory but is in the file is computed
+and appended again when asked for (the file's later line wins when it is read back).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,7 +29,10 @@ from dialeval.errors import InputError
 from .graph_sources import GraphSource
 from .graphs import SimpleGraph
 
-__all__ = ["CachedGraphs", "default_graph_cache_dir"]
+__all__ = ["DEFAULT_MEMORY_ENTRIES", "CachedGraphs", "default_graph_cache_dir"]
+
+#: graphs held in memory at most (a graph of a chat message is a few kB as Python objects)
+DEFAULT_MEMORY_ENTRIES = 50_000
 
 
 def default_graph_cache_dir() -> Path:
@@ -48,15 +56,19 @@ class CachedGraphs(GraphSource):
     :meth:`signature` are the source's: caching does not change the graphs.
     """
 
-    def __init__(self, source: GraphSource, cache_dir: str | os.PathLike | None = None) -> None:
+    def __init__(self, source: GraphSource, cache_dir: str | os.PathLike | None = None, *,
+                 memory_entries: int = DEFAULT_MEMORY_ENTRIES) -> None:
+        if memory_entries < 1:
+            raise ValueError(f"memory_entries must be >= 1, got {memory_entries}")
         self.source = source
+        self.memory_entries = memory_entries
         self.name = source.name
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_graph_cache_dir()
         self.hits = 0
         self.misses = 0
         self.skipped_lines = 0
         self._signature: str | None = None
-        self._entries: dict[str, SimpleGraph] | None = None
+        self._entries: OrderedDict[str, SimpleGraph] | None = None
 
     def signature(self) -> str:
         if self._signature is None:
@@ -74,18 +86,24 @@ class CachedGraphs(GraphSource):
         total = self.hits + self.misses
         return self.hits / total if total else None
 
-    def _load(self) -> dict[str, SimpleGraph]:
+    def _load(self) -> OrderedDict[str, SimpleGraph]:
         if self._entries is None:
-            self._entries = {}
+            self._entries = OrderedDict()
             if self.path.is_file():
                 with open(self.path, encoding="utf-8", errors="replace") as fh:
                     for line in fh:
                         try:
                             row = json.loads(line)
-                            self._entries[row["text_sha256"]] = SimpleGraph.from_json(row["graph"])
+                            self._remember(row["text_sha256"], SimpleGraph.from_json(row["graph"]))
                         except (json.JSONDecodeError, KeyError, TypeError, InputError):
                             self.skipped_lines += 1
         return self._entries
+
+    def _remember(self, key: str, graph: SimpleGraph) -> None:
+        self._entries[key] = graph
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.memory_entries:
+            self._entries.popitem(last=False)
 
     def _append(self, rows: list[tuple[str, SimpleGraph]]) -> None:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -105,13 +123,18 @@ class CachedGraphs(GraphSource):
     def graphs(self, texts: Sequence[str]) -> list[SimpleGraph]:
         entries = self._load()
         keys = [_sha256(t) for t in texts]
+        found: dict[str, SimpleGraph] = {}  # this call's graphs, whatever memory_entries lets the cache keep
         todo: dict[str, str] = {}
         for key, text in zip(keys, texts):
-            if key in entries:
+            if key in todo:  # asked for again in this call: still a miss, computed once
+                self.misses += 1
+            elif key in entries:
                 self.hits += 1
+                found[key] = entries[key]
+                entries.move_to_end(key)
             else:
                 self.misses += 1
-                todo.setdefault(key, text)
+                todo[key] = text
         if todo:
             computed = self.source.graphs(list(todo.values()))
             if len(computed) != len(todo):
@@ -119,5 +142,7 @@ class CachedGraphs(GraphSource):
                                    f"for {len(todo)} texts")
             new = list(zip(todo, computed))
             self._append(new)
-            entries.update(new)
-        return [entries[k] for k in keys]
+            for key, graph in new:
+                found[key] = graph
+                self._remember(key, graph)
+        return [found[k] for k in keys]
