@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..scoring.registry import load_scorer
 from .stream import RowParser, check_policies, score_inputs
 
@@ -52,8 +53,6 @@ class ScorerActor:
         self.batch_size, self.empty_turns, self.on_error = batch_size, empty_turns, on_error
 
     def __call__(self, batch):
-        from ..errors import InputError
-
         records = [{k: _plain(v) for k, v in r.items()} for r in batch.to_dict("records")]
         inputs, errors = {}, {}
         for pos, fields in enumerate(records):
