@@ -48,8 +48,11 @@ class SourceRow:
 class RowSource:
     """An input that yields :class:`SourceRow` objects lazily, from any position (a resumed run starts mid-way)."""
 
-    #: how the input is named in messages and in an output's manifest
+    #: how the input is named in messages
     name: str
+    #: what an output's manifest records of the input: a file's absolute path (so ``./in.jsonl`` and ``in.jsonl``
+    #: are one input), else the name
+    identity: str
     #: number of rows when known without reading the input (a map-style dataset, a list), else None
     length: int | None = None
 
@@ -100,7 +103,7 @@ class JsonlSource(RowSource):
     """One JSON object per non-blank line; a row's ``where`` is ``file:line``."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.name = path, str(path)
+        self.path, self.name, self.identity = path, str(path), str(path.resolve())
 
     def rows(self, start: int = 0) -> Iterator[SourceRow]:
         index = 0
@@ -131,6 +134,7 @@ class CsvSource(RowSource):
 
     def __init__(self, path: Path, turn_separator: str | None = None) -> None:
         self.path, self.name, self.turn_separator = path, str(path), turn_separator
+        self.identity = str(path.resolve())
 
     def rows(self, start: int = 0) -> Iterator[SourceRow]:
         undecodable: list[str] = []
@@ -195,7 +199,7 @@ class ParquetSource(RowSource):
     def __init__(self, path: Path) -> None:
         import pyarrow.parquet as pq
 
-        self.path, self.name = path, str(path)
+        self.path, self.name, self.identity = path, str(path), str(path.resolve())
         try:
             self._file = pq.ParquetFile(path)
         except Exception as err:  # pyarrow raises several types for a file that is not Parquet
@@ -229,6 +233,7 @@ class IterableSource(RowSource):
         fingerprint = getattr(rows, "_fingerprint", None)  # a map-style datasets.Dataset
         if fingerprint:
             self.name = f"Dataset {fingerprint}"
+        self.identity = self.name
         try:
             self.length = len(rows)  # type: ignore[arg-type]
         except TypeError:

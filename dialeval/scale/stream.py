@@ -273,7 +273,7 @@ def score_stream(
     if output is not None and state.is_main_process:
         # the policies are not part of it: rows already written are the same under any of them, and a run stopped
         # by a bad row is meant to go on under --on-error skip or --empty-turns skip
-        run = {"metric": scorer.name, "input": src.name}
+        run = {"metric": scorer.name, "input": src.identity}
         try:
             writer = ResultWriter(output, signature=signature, run=run, overwrite=overwrite)
             start = -1 if writer.complete else writer.rows_done

@@ -370,6 +370,21 @@ def test_another_input_on_the_same_output_is_refused(bleu4, turn_file, tmp_path)
         score_stream(bleu4, other, out, chunk_size=16)
 
 
+def test_the_same_input_spelled_as_a_relative_path_resumes(bleu4, turn_file, tmp_path, monkeypatch):
+    out, expected = tmp_path / "out.jsonl", tmp_path / "expected.jsonl"
+    score_stream(bleu4, turn_file, expected, chunk_size=16)
+    good = turn_file.read_text()
+    lines = good.splitlines(keepends=True)
+    turn_file.write_text("".join(lines[:20]) + "not json\n" + "".join(lines[21:]))
+    with pytest.raises(InputError, match=":21: not valid JSON"):
+        score_stream(bleu4, turn_file, out, chunk_size=16)  # an absolute path; stops after row 19
+    turn_file.write_text(good)  # the row fixed, the run goes on under another spelling of the same file
+    monkeypatch.chdir(tmp_path)
+    result = score_stream(bleu4, f"./{turn_file.name}", out, chunk_size=16)
+    assert result.resumed_from == 20
+    assert read_jsonl(out) == read_jsonl(expected)
+
+
 def test_an_output_without_a_manifest_is_refused_and_left_alone(bleu4, turn_file, tmp_path):
     out = tmp_path / "out.jsonl"
     out.write_text('{"mine": 1}\n')
