@@ -112,9 +112,9 @@ class RuberScorer(LearnedScorer):
         c, r = c.to(self._device, torch.float64), r.to(self._device, torch.float64)
 
         def forward(rows: list[int]) -> torch.Tensor:
-            # float64 GEMM kernels round a row differently by its place in the block (measured: 1-3 ulp between
-            # neighbouring rows), so the head takes one row at a time: the same path for every row, whatever the
-            # rows beside it. The head is small: this costs well under a millisecond per chunk.
+            # float64 GEMM kernels round a row differently by its place in the block (1-3 ulp between neighbouring
+            # rows; tests/unit/test_scale.py moves a row through every place), so the head takes one row at a time:
+            # the same path for every row, whatever the rows beside it. PONE's throughput with it is in docs/scale.md.
             return torch.cat([self.model(context_embeds=c[i:i + 1], response_embeds=r[i:i + 1]).score for i in rows])
 
         return self.fixed_row_forward(len(items), [range(len(items))], forward, progress_bar=False)
