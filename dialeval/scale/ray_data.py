@@ -25,7 +25,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..scoring.registry import load_scorer
-from .stream import RowParser, check_policies, score_inputs
+from .sources import SourceRow
+from .stream import RowParser, check_policies, parse_rows, score_inputs
 
 __all__ = ["ScorerActor", "score_ray_dataset"]
 
@@ -54,15 +55,13 @@ class ScorerActor:
 
     def __call__(self, batch):
         records = [{k: _plain(v) for k, v in r.items()} for r in batch.to_dict("records")]
-        inputs, errors = {}, {}
-        for pos, fields in enumerate(records):
-            where = f"row id={fields['id']!r}" if "id" in fields else "a row without an 'id' field"
-            try:
-                inputs[pos] = self.parser.parse(fields, where)
-            except InputError as err:
-                if self.on_error == "stop":
-                    raise
-                errors[pos] = str(err)
+        rows = [SourceRow(index=pos, fields=fields,
+                          where=f"row id={fields['id']!r}" if "id" in fields else "a row without an 'id' field")
+                for pos, fields in enumerate(records)]
+        parsed = parse_rows(self.parser, rows, self.on_error)
+        if parsed.stop is not None:
+            raise InputError(parsed.stop[1])
+        inputs, errors = parsed.inputs, parsed.errors
         scores: list[float | None] = [None] * len(records)
         reasons: list[str | None] = [None] * len(records)
         if inputs:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,6 @@ class ScoredChunk:
     wheres: list[str]
     #: the scorer's metadata for the chunk, one dict per process that scored rows (counts only, no per-item lists)
     metadata: list[dict[str, Any]]
-    seconds: float
     #: "turn" (context-response pairs) or "dialogue", as the first row decided; None while no row was valid
     level: str | None = None
 
@@ -142,6 +141,34 @@ class RowParser:
         return fields["context"], fields["response"], fields[refs_key] if refs_key else None
 
 
+@dataclass
+class ParsedRows:
+    """What :func:`parse_rows` made of consecutive rows, by position among them: the input of each valid row, the
+    message of each bad row recorded under ``on_error="skip"``, and ``stop``, the position and message of the bad
+    row that ends the run (under ``"stop"``, or a row past which the input cannot be read); rows after it are not
+    parsed."""
+
+    inputs: dict[int, Any] = field(default_factory=dict)
+    errors: dict[int, str] = field(default_factory=dict)
+    stop: tuple[int, str] | None = None
+
+
+def parse_rows(parser: RowParser, rows: Sequence[SourceRow], on_error: str) -> ParsedRows:
+    """Each row's scorer input, or why it has none (see :class:`ParsedRows`)."""
+    parsed = ParsedRows()
+    for pos, row in enumerate(rows):
+        try:
+            if row.error is not None:
+                raise InputError(row.error)
+            parsed.inputs[pos] = parser.parse(row.fields, row.where)
+        except InputError as err:
+            if on_error == "stop" or row.fatal:
+                parsed.stop = (pos, str(err))
+                break
+            parsed.errors[pos] = str(err)
+    return parsed
+
+
 def score_inputs(scorer: Scorer, level: str, inputs: list, *, batch_size: int, empty_turns: str
                  ) -> tuple[list[float | None], list[str | None], dict[str, Any]]:
     """Scores, skip reasons and compact metadata of parsed ``inputs`` (all of one ``level``), in order."""
@@ -196,21 +223,9 @@ def iter_scored(
                 raise InputFileError(f"{src.name} has no rows; expected one JSON object (or CSV or Parquet row) "
                                      "per item")
             return
-        began = time.perf_counter()
-        inputs: dict[int, Any] = {}  # position in the chunk -> parsed input
-        errors: dict[int, str] = {}
-        stop: tuple[int, str] | None = None
-        for pos, row in enumerate(chunk):
-            try:
-                if row.error is not None:
-                    raise InputError(row.error)
-                inputs[pos] = parser.parse(row.fields, row.where)
-            except InputError as err:
-                if on_error == "stop" or row.fatal:
-                    stop = (pos, str(err))
-                    break
-                errors[pos] = str(err)
-                errors_seen = True
+        parsed = parse_rows(parser, chunk, on_error)
+        inputs, errors, stop = parsed.inputs, parsed.errors, parsed.stop
+        errors_seen = errors_seen or bool(errors)
         if stop is not None:
             chunk = chunk[:stop[0]]
         # every process parsed the whole chunk; each scores every n-th valid row, and the results are gathered
@@ -241,8 +256,7 @@ def iter_scored(
                     out["skipped_reason"] = reason
             out_rows.append(out)
         if out_rows:
-            yield ScoredChunk(out_rows, [r.where for r in chunk], metadata, round(time.perf_counter() - began, 4),
-                              parser.level)
+            yield ScoredChunk(out_rows, [r.where for r in chunk], metadata, parser.level)
         if stop is not None:
             raise InputError(stop[1])
 
