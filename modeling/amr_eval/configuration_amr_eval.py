@@ -20,6 +20,8 @@ MINILM_L6_ENCODER_CONFIG: dict[str, Any] = {
     "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512, "type_vocab_size": 2,
     "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
 }
+#: Ways of pooling each branch (see `AmrEvalConfig`'s ``pooling``).
+POOLINGS = ("joint", "pair")
 # Keys of a serialised config that describe the file rather than the architecture.
 _META_KEYS = ("transformers_version", "architectures", "_name_or_path", "name_or_path", "torch_dtype", "dtype",
               "model_type", "auto_map")
@@ -54,6 +56,10 @@ class AmrEvalConfig(PretrainedConfig):
             only).
         use_gate (`bool`, *optional*, defaults to `True`): the sigmoid gate (off: the "no gate" ablation, the two
             vectors are concatenated as they are).
+        pooling (`str`, *optional*, defaults to `"joint"`): how each branch becomes one vector. `"joint"`: the text
+            vector is the mean over context and response tokens together, the graph vector joins the two graphs'
+            means. `"pair"`: context and response are pooled apart (by token type, and graph by graph) and the
+            projection reads ``[c, r, c * r, |c - r|]``, so the head can compare the reply with its context.
         trainable_encoder_layers (`int`, *optional*, defaults to 2): the top encoder layers that training changes
             (-1: all).
         lora_rank (`int`, *optional*, defaults to 8): with a rank above 0 those layers train through low-rank
@@ -82,6 +88,7 @@ class AmrEvalConfig(PretrainedConfig):
         dropout: float = 0.1,
         use_graph: bool = True,
         use_gate: bool = True,
+        pooling: str = "joint",
         trainable_encoder_layers: int = 2,
         lora_rank: int = 8,
         lora_alpha: float = 16.0,
@@ -98,6 +105,8 @@ class AmrEvalConfig(PretrainedConfig):
             raise ValueError(f"hidden_size ({hidden_size}) must be a multiple of graph_heads ({graph_heads})")
         if int(lora_rank) < 0:
             raise ValueError(f"lora_rank must be >= 0, got {lora_rank}")
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
         if use_gate and not use_graph:
             raise ValueError("the gate mixes the text and the graph: use_gate needs use_graph")
         self.encoder_config = ({k: copy.deepcopy(v) for k, v in encoder_config.items() if k not in _META_KEYS}
@@ -113,6 +122,7 @@ class AmrEvalConfig(PretrainedConfig):
         self.dropout = float(dropout)
         self.use_graph = bool(use_graph)
         self.use_gate = bool(use_gate)
+        self.pooling = pooling
         self.trainable_encoder_layers = int(trainable_encoder_layers)
         self.lora_rank = int(lora_rank)
         self.lora_alpha = float(lora_alpha)
@@ -138,4 +148,4 @@ class AmrEvalConfig(PretrainedConfig):
 
 AmrEvalConfig.register_for_auto_class()
 
-__all__ = ["MINILM_L6_ENCODER_CONFIG", "AmrEvalConfig"]
+__all__ = ["MINILM_L6_ENCODER_CONFIG", "POOLINGS", "AmrEvalConfig"]

@@ -3,8 +3,11 @@
 This file is flat on purpose (imports only torch / transformers / torch-geometric / safetensors / stdlib): it travels
 next to a checkpoint on the Hub and is loaded with ``AutoModel.from_pretrained(path_or_repo, trust_remote_code=True)``.
 
-Text branch: the sentence encoder reads ``[CLS] context [SEP] response [SEP]``; the masked mean of its last hidden
-states goes through ``Linear -> hidden_size``.
+Text branch: the sentence encoder reads ``[CLS] context [SEP] response [SEP]``. With ``config.pooling == "joint"``
+the masked mean of its last hidden states over the whole input goes through ``Linear -> hidden_size``; with
+``"pair"`` the context part (token type 0) and the response part (token type 1) are averaged apart, and
+``Linear([c, r, c * r, |c - r|]) -> hidden_size`` (the comparison features of sentence-pair classifiers), so the
+head sees how the reply relates to its context and not only a blend of both.
 
 Graph branch: the context's graph and the response's graph (simplified AMR: concepts and relation labels, no
 variables). A concept's input vector is the mean of the encoder's input embeddings of its word pieces, so any
@@ -13,7 +16,8 @@ torch-geometric's ``TransformerConv`` attend over each node's neighbours with th
 (every edge read both ways, a backwards edge with its own embedding), each with a residual connection and layer norm.
 This is the message-passing form of the structure-aware self-attention of Zhu et al. (2019) that the paper uses:
 attention restricted to the graph's edges, with the relation entering keys and values. Each graph is mean-pooled
-(a graph with no concept gives zeros); the two graph vectors are joined and projected to ``hidden_size``.
+(a graph with no concept gives zeros); the two graph vectors are joined (``"joint"``: ``[context, response]``;
+``"pair"``: ``[c, r, c * r, |c - r|]``) and projected to ``hidden_size``.
 
 Fusion, as in the paper: ``g = sigmoid(Linear(text))``, ``cat(g * text, (1 - g) * graph) -> Linear -> 2 logits``;
 without the gate ``cat(text, graph)``; without the graph, the text alone. The model also returns the projected text
@@ -114,6 +118,11 @@ def _masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
 
+def _compared(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+    """``[a, b, a * b, |a - b|]`` along the last dimension."""
+    return torch.cat([first, second, first * second, (first - second).abs()], dim=-1)
+
+
 class _HeldLoadReport(logging.Filter):
     """Holds back transformers' load report while `AmrEvalModel.from_pretrained` fills what a small checkpoint
     lacks."""
@@ -178,7 +187,8 @@ class AmrEvalModel(AmrEvalPreTrainedModel):
         if config.lora_rank > 0:
             add_adapters(self.encoder, config.trainable_encoder_layers, config.lora_rank, config.lora_alpha)
         width, hidden = config.encoder_config["hidden_size"], config.hidden_size
-        self.text_proj = nn.Linear(width, hidden)
+        paired = config.pooling == "pair"
+        self.text_proj = nn.Linear(4 * width if paired else width, hidden)
         fused = hidden
         if config.use_graph:
             self.concept_proj = nn.Linear(width, hidden)
@@ -186,7 +196,7 @@ class AmrEvalModel(AmrEvalPreTrainedModel):
             self.graph_layers = nn.ModuleList(
                 GraphLayer(hidden, config.graph_heads, config.relation_dim, config.dropout)
                 for _ in range(config.graph_layers))
-            self.graph_proj = nn.Linear(2 * hidden, hidden)
+            self.graph_proj = nn.Linear(4 * hidden if paired else 2 * hidden, hidden)
             fused = 2 * hidden
             if config.use_gate:
                 self.gate = nn.Linear(hidden, 1)
@@ -198,16 +208,23 @@ class AmrEvalModel(AmrEvalPreTrainedModel):
 
     def encode_text(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                     token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """[B, hidden_size]: ``Linear(masked mean of the last hidden states)``."""
+        """[B, hidden_size]: the projected mean of the last hidden states, over the whole input or (``"pair"``
+        pooling) over context and response apart, compared."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids).last_hidden_state
-        return self.text_proj(_masked_mean(hidden, attention_mask.bool()))
+        mask = attention_mask.bool()
+        if self.config.pooling == "joint":
+            return self.text_proj(_masked_mean(hidden, mask))
+        if token_type_ids is None:
+            raise ValueError("pair pooling needs token_type_ids (0: context, 1: response)")
+        response = token_type_ids.bool()
+        return self.text_proj(_compared(_masked_mean(hidden, mask & ~response), _masked_mean(hidden, mask & response)))
 
     def encode_graphs(self, batch_size: int, concept_input_ids: torch.Tensor, concept_attention_mask: torch.Tensor,
                       concept_graph: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor) -> torch.Tensor:
-        """[B, hidden_size]: both graphs of each item, encoded, mean-pooled, joined and projected."""
+        """[B, hidden_size]: both graphs of each item, encoded, mean-pooled, joined (or compared) and projected."""
         n_graphs = 2 * batch_size
         device = self.text_proj.weight.device
         if concept_input_ids.numel() == 0:
@@ -225,7 +242,9 @@ class AmrEvalModel(AmrEvalPreTrainedModel):
             sums = torch.zeros(n_graphs, h.shape[-1], device=h.device, dtype=h.dtype).index_add_(0, concept_graph, h)
             counts = torch.bincount(concept_graph, minlength=n_graphs).clamp(min=1).unsqueeze(-1).to(h.dtype)
             pooled = sums / counts
-        return self.graph_proj(pooled.view(batch_size, -1))
+        if self.config.pooling == "joint":
+            return self.graph_proj(pooled.view(batch_size, -1))
+        return self.graph_proj(_compared(pooled[0::2], pooled[1::2]))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, concept_input_ids: torch.Tensor | None = None,

@@ -54,6 +54,30 @@ def test_logits_and_vectors_have_their_shapes_and_ablations_change_what_is_read(
         tiny_model()(**dict(b, concept_graph=torch.tensor([0, 0, 0, 1, 1, 3, 4])))
 
 
+def test_pair_pooling_compares_the_context_with_the_response_in_both_branches():
+    from dialeval.modeling.amr_eval.modeling_amr_eval import _masked_mean
+
+    model, b = tiny_model(pooling="pair"), batch()
+    types = torch.zeros_like(b["input_ids"])
+    types[0, 4:], types[1, 5:7] = 1, 1  # item 1: tokens 7-9 are padding
+    b["token_type_ids"] = types
+    assert model.text_proj.in_features == 4 * 32 and model.graph_proj.in_features == 4 * 16
+    with torch.no_grad():
+        out = model(**b)
+        hidden = model.encoder(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
+                               token_type_ids=types).last_hidden_state
+        mask = b["attention_mask"].bool()
+        c, r = _masked_mean(hidden, mask & (types == 0)), _masked_mean(hidden, mask & (types == 1))
+        torch.testing.assert_close(out.text_vector, model.text_proj(torch.cat([c, r, c * r, (c - r).abs()], -1)))
+        # the graph vector reads the two graphs in order: the same graphs with their roles swapped read differently
+        swapped = dict(b, concept_graph=b["concept_graph"] ^ 1)  # graph 2i <-> 2i + 1
+        assert not torch.allclose(model(**swapped).graph_vector, out.graph_vector)
+    with pytest.raises(ValueError, match="pair pooling needs token_type_ids"):
+        model(**{k: v for k, v in b.items() if k != "token_type_ids"})
+    with pytest.raises(ValueError, match="pooling must be one of joint, pair"):
+        AmrEvalConfig(pooling="max")
+
+
 def test_a_graph_reads_the_same_whatever_the_order_of_its_concepts():
     model, b = tiny_model(), batch()
     order = torch.tensor([6, 2, 0, 5, 1, 4, 3])  # new row k holds old concept order[k]

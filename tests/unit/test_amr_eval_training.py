@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from dialeval.cli import app
 from dialeval.metrics.amr_eval.inputs import join_context, turn_relation
 from dialeval.metrics.amr_eval.graphs import SimpleGraph
-from dialeval.metrics.amr_eval.train import contrastive_loss
+from dialeval.metrics.amr_eval.data import Example, length_balance_weights
+from dialeval.metrics.amr_eval.train import contrastive_loss, slm_loss
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -83,18 +84,67 @@ def test_the_contrastive_loss_trains_text_and_graph_vectors():
     assert contrastive_loss(text, graph, torch.tensor([1, 0, 0, 0, 0, 0]), scale=20.0) == 0
 
 
+def test_length_balancing_takes_reply_length_away_as_a_cue():
+    def example(words: int, label: int, kind: str) -> Example:
+        return Example(context=("hi",), response=" ".join(["word"] * words), label=label, kind=kind, context_id=0)
+
+    # positives mostly short, negatives mostly long, overlapping in the middle
+    examples = ([example(n, 1, "positive") for n in [2] * 30 + [6] * 20 + [10] * 10] +
+                [example(n, 0, "adversarial") for n in [6] * 10 + [10] * 20 + [20] * 30] +
+                [example(n, 0, "random") for n in [10] * 20 + [20] * 10])
+    weights = length_balance_weights(examples)
+    labels = torch.tensor([e.label for e in examples])
+    lengths = torch.tensor([len(e.response.split()) for e in examples], dtype=torch.float64)
+    w = torch.from_numpy(weights)
+    assert torch.isclose(w[labels == 1].sum(), torch.tensor(60.0, dtype=torch.float64))
+    assert torch.isclose(w[labels == 0].sum(), torch.tensor(90.0, dtype=torch.float64))
+    assert (w > 0).all()
+
+    def positive_longer(weighted: torch.Tensor) -> float:
+        pos, neg = lengths[labels == 1], lengths[labels == 0]
+        pair = weighted[labels == 1][:, None] * weighted[labels == 0][None, :]
+        wins = (pos[:, None] > neg[None, :]).double() + 0.5 * (pos[:, None] == neg[None, :]).double()
+        return float((wins * pair).sum() / pair.sum())
+
+    assert positive_longer(torch.ones_like(w)) < 0.1
+    assert abs(positive_longer(w) - 0.5) < abs(positive_longer(torch.ones_like(w)) - 0.5) / 2
+    # within one length, every example of a class weighs the same
+    assert len(set(weights[[i for i, e in enumerate(examples) if e.label == 0 and e.response.count(" ") == 9]])) == 1
+    with pytest.raises(ValueError, match="positive and negative"):
+        length_balance_weights(examples[:60])
+
+
+def test_the_weighted_loss_counts_each_item_by_its_weight():
+    from dialeval.modeling.amr_eval import AmrEvalOutput
+
+    logits = torch.tensor([[0.2, 1.0], [1.5, -0.3], [0.0, 0.4]])
+    labels = torch.tensor([1, 1, 0])
+    out = AmrEvalOutput(logits=logits)
+    plain = slm_loss(out, labels, contrastive_weight=0.0, scale=20.0)
+    torch.testing.assert_close(slm_loss(out, labels, contrastive_weight=0.0, scale=20.0,
+                                        weights=torch.full((3,), 2.5)), plain)
+    dropped = slm_loss(out, labels, contrastive_weight=0.0, scale=20.0, weights=torch.tensor([1.0, 0.0, 1.0]))
+    torch.testing.assert_close(dropped, slm_loss(AmrEvalOutput(logits=logits[[0, 2]]), labels[[0, 2]],
+                                                 contrastive_weight=0.0, scale=20.0))
+
+
 def test_prepare_train_and_score(data, tmp_path):
     run = tmp_path / "slm"
-    res = invoke(run, data, "--prepare-only")
+    res = invoke(run, data, "--prepare-only", "--negatives", "adversarial,random")
     assert res.exit_code == 0, res.output
     prepared = json.loads((run / "relations.json").read_text())
     assert prepared["graph_source"].startswith("dependency(") and 0 < len(prepared["relations"]) <= 8
     assert prepared["utterances"] > 0
-    res = invoke(run, data, "--epochs", "1", "--max-steps", "3", "--eval-every", "3")
+    res = invoke(run, data, "--negatives", "adversarial,random", "--epochs", "1", "--max-steps", "3",
+                 "--eval-every", "3")
     assert res.exit_code == 0, res.output
     assert "test positive vs adversarial: accuracy" in res.output and "test positive vs random" in res.output
     summary = json.loads((run / "summary.json").read_text())
     assert summary["finished"] and summary["steps"] == 3 and summary["examples"]["test"] == 4 * 15
+    assert json.loads((run / "best" / "config.json").read_text())["pooling"] == "pair"  # the recipe's default
+    validation = summary["history"][-1]
+    assert validation["val_accuracy"] == pytest.approx(
+        (validation["val_adversarial_accuracy"] + validation["val_random_accuracy"]) / 2)
 
     from safetensors import safe_open
 

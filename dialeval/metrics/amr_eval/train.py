@@ -11,8 +11,10 @@ Steps:
    (``--lora-rank``), the graph branch, gate and classifier are new. ``--no-graph`` / ``--no-gate`` are the
    ablations.
 3. **Training** on the shared loop: AdamW, the loss of :func:`slm_loss` (cross-entropy on the two classes plus
-   ``--contrastive-weight`` times the contrastive loss; 0 is the ablation). Validation every ``eval_every`` steps:
-   accuracy at probability 0.5 (``val_accuracy``, the selection key) and the AUC of positives against negatives.
+   ``--contrastive-weight`` times the contrastive loss; 0 is the ablation), each example weighted by
+   :func:`~.data.length_balance_weights` (``--no-length-balance``: all 1). Validation every ``eval_every`` steps:
+   accuracy at probability 0.5 and the AUC of positives against each negative kind trained on, and their means over
+   the kinds (``val_accuracy``, the selection key, and ``val_auc``).
    The best model is kept in ``best/`` (what training changed, float16: the checkpoint that ships).
 4. **Report** (``summary.json``): the best checkpoint's accuracy and AUC on the test split, positives against
    adversarial and against random negatives, and on validation.
@@ -41,7 +43,7 @@ from ...training import (
     with_torch_threads,
 )
 from ...training.prepared import ensure_prepared, write_manifest
-from .data import Example, dailydialog_pp_examples, load_examples, save_examples
+from .data import Example, dailydialog_pp_examples, length_balance_weights, load_examples, save_examples
 from .graphs import SimpleGraph
 from .inputs import AmrEvalInputBuilder, join_context
 from .options import AmrEvalTrainingOptions
@@ -118,7 +120,8 @@ def build_model(opts: AmrEvalTrainingOptions, relations: list[str], graph_source
     config = AmrEvalConfig(relations=relations, graph_source=graph_source, max_seq_length=opts.max_seq_length,
                            hidden_size=opts.hidden_size,
                            graph_layers=opts.graph_layers, graph_heads=4, use_graph=opts.use_graph,
-                           use_gate=opts.use_gate, trainable_encoder_layers=opts.trainable_encoder_layers,
+                           use_gate=opts.use_gate, pooling=opts.pooling,
+                           trainable_encoder_layers=opts.trainable_encoder_layers,
                            lora_rank=opts.lora_rank)
     torch.manual_seed(opts.seed)
     model = AmrEvalModel.from_base_encoder(config)
@@ -142,10 +145,16 @@ def contrastive_loss(text: torch.Tensor, graph: torch.Tensor, labels: torch.Tens
                   torch.nn.functional.cross_entropy(logits.T, target))
 
 
-def slm_loss(output, labels: torch.Tensor, *, contrastive_weight: float, scale: float) -> torch.Tensor:
-    """Cross-entropy on the two classes, plus ``contrastive_weight`` times :func:`contrastive_loss` (with the graph
-    branch)."""
-    loss = torch.nn.functional.cross_entropy(output.logits.float(), labels)
+def slm_loss(output, labels: torch.Tensor, *, contrastive_weight: float, scale: float,
+             weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Cross-entropy on the two classes (the ``weights``-weighted mean over the batch when given, e.g.
+    :func:`~.data.length_balance_weights`), plus ``contrastive_weight`` times :func:`contrastive_loss` (with the
+    graph branch)."""
+    if weights is None:
+        loss = torch.nn.functional.cross_entropy(output.logits.float(), labels)
+    else:
+        per_item = torch.nn.functional.cross_entropy(output.logits.float(), labels, reduction="none")
+        loss = (per_item * weights).sum() / weights.sum()
     if contrastive_weight and output.graph_vector is not None:
         loss = loss + contrastive_weight * contrastive_loss(output.text_vector.float(), output.graph_vector.float(),
                                                             labels, scale)
@@ -221,24 +230,29 @@ def run(opts: AmrEvalTrainingOptions) -> dict:
     builder = AmrEvalInputBuilder(base_tokenizer(model.config.base_encoder), model.config)
     batcher = ExampleBatcher(builder, graphs, use_graph=opts.use_graph)
     train_examples = sets["train"]
+    weights = (length_balance_weights(train_examples) if opts.length_balance
+               else np.ones(len(train_examples), dtype=np.float64))
     batches_per_epoch, epoch_batches = shuffled_batches(len(train_examples), batch_size=opts.batch_size,
                                                         gradient_accumulation=opts.gradient_accumulation,
                                                         seed=opts.seed)
 
     def collate(indices: np.ndarray) -> dict[str, torch.Tensor]:
-        return batcher.collate([train_examples[i] for i in indices])
+        batch = batcher.collate([train_examples[i] for i in indices])
+        batch["weights"] = torch.tensor(weights[indices], dtype=torch.float32)
+        return batch
 
     def loss_fn(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         device = next(model.parameters()).device
         batch = {k: v.to(device) for k, v in batch.items()}
-        labels = batch.pop("labels")
+        labels, item_weights = batch.pop("labels"), batch.pop("weights")
         return slm_loss(model(**batch), labels, contrastive_weight=opts.contrastive_weight,
-                        scale=opts.contrastive_scale)
+                        scale=opts.contrastive_scale, weights=item_weights)
 
     def evaluate_fn(model) -> dict[str, float]:
         report = discrimination(sets["validation"], predict(model, batcher, sets["validation"]))
-        first = next(iter(report.values()))
-        return {"val_accuracy": first["accuracy"], "val_auc": first["auc"]}
+        per_kind = {f"val_{kind}_{key}": report[kind][key] for kind in report for key in ("accuracy", "auc")}
+        return {"val_accuracy": float(np.mean([r["accuracy"] for r in report.values()])),
+                "val_auc": float(np.mean([r["auc"] for r in report.values()])), **per_kind}
 
     def save_best(model, path: Path) -> None:
         replace_checkpoint(model, path, trainable_only=True, half=True)
