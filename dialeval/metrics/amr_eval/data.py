@@ -92,8 +92,8 @@ def length_balance_weights(examples: Sequence[Example]) -> np.ndarray:
     both classes are reweighted towards the same length distribution, ``t(b) ~ sqrt(p(b) n(b))``: a positive in bin
     ``b`` weighs ``t(b) / p(b)``, a negative ``t(b) / n(b)``. Weights are kept within [1/10, 10] and then scaled so
     each class's weights sum to its number of examples. On the training contexts with both negative kinds, the
-    chance that a positive is longer than a negative goes from 0.31 to 0.49 (0.50: no cue). A bin that one class
-    lacks gets that class's lowest weight for the other class's examples in it."""
+    chance that a positive is longer than a negative goes from 0.31 to 0.49 (0.50: no cue). In a bin that one
+    class lacks, the other class's examples get the lowest weight (1/10 before scaling)."""
     bins = np.array([length_bin(e.response) for e in examples], dtype=np.int64)
     positive = np.array([e.label == 1 for e in examples])
     if positive.all() or not positive.any():

@@ -41,9 +41,9 @@ class AmrEvalTrainingOptions(TrainingOptions):
     pooling: Literal["pair", "joint"] = option(
         "pair", help="'pair': context and response pooled apart and compared ([c, r, c*r, |c-r|]) in each branch; "
                      "'joint': one mean over context and response (the first shipped model's design).")
-    length_balance: bool = option(True, flag="length-balance", help="Weight each negative kind's examples so that "
-                                                                    "their reply lengths weigh as the positives' "
-                                                                    "do (off: every example weighs 1).")
+    length_balance: bool = option(True, flag="length-balance", help="Weight the examples so that positives and "
+                                                                    "negatives have the same distribution of reply "
+                                                                    "length (off: every example weighs 1).")
     contrastive_weight: float = option(0.1, min=0, help="Weight of the contrastive loss (0: ablation 'no "
                                                         "contrastive loss').")
     contrastive_scale: float = option(20.0, min=0, help="Cosine similarities are multiplied by this before the "
