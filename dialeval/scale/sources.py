@@ -99,11 +99,15 @@ def _binary_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             yield n, (line[3:] if n == 1 and line.startswith(b"\xef\xbb\xbf") else line)
 
 
-class JsonlSource(RowSource):
-    """One JSON object per non-blank line; a row's ``where`` is ``file:line``."""
+class FileSource(RowSource):
+    """A file input: named by its path as given, identified by its absolute path."""
 
     def __init__(self, path: Path) -> None:
         self.path, self.name, self.identity = path, str(path), str(path.resolve())
+
+
+class JsonlSource(FileSource):
+    """One JSON object per non-blank line; a row's ``where`` is ``file:line``."""
 
     def rows(self, start: int = 0) -> Iterator[SourceRow]:
         index = 0
@@ -129,12 +133,12 @@ class JsonlSource(RowSource):
         return SourceRow(index, where, value)
 
 
-class CsvSource(RowSource):
+class CsvSource(FileSource):
     """A CSV file with a header row; a row's ``where`` is ``file:line`` (the line the row starts on)."""
 
     def __init__(self, path: Path, turn_separator: str | None = None) -> None:
-        self.path, self.name, self.turn_separator = path, str(path), turn_separator
-        self.identity = str(path.resolve())
+        super().__init__(path)
+        self.turn_separator = turn_separator
 
     def rows(self, start: int = 0) -> Iterator[SourceRow]:
         undecodable: list[str] = []
@@ -193,13 +197,13 @@ def _list_cell(cell: str, turn_separator: str | None) -> Any:
     return cell
 
 
-class ParquetSource(RowSource):
+class ParquetSource(FileSource):
     """A Parquet file read record batch by record batch; a row's ``where`` is ``file: row n`` (from 0)."""
 
     def __init__(self, path: Path) -> None:
         import pyarrow.parquet as pq
 
-        self.path, self.name, self.identity = path, str(path), str(path.resolve())
+        super().__init__(path)
         try:
             self._file = pq.ParquetFile(path)
         except Exception as err:  # pyarrow raises several types for a file that is not Parquet

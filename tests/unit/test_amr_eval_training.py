@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from dialeval.cli import app
 from dialeval.metrics.amr_eval.inputs import join_context, turn_relation
 from dialeval.metrics.amr_eval.graphs import SimpleGraph
-from dialeval.metrics.amr_eval.data import Example, length_balance_weights
+from dialeval.metrics.amr_eval.data import Example, length_balance_weights, length_cue
 from dialeval.metrics.amr_eval.train import contrastive_loss, slm_loss
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -107,6 +107,8 @@ def test_length_balancing_takes_reply_length_away_as_a_cue():
         return float((wins * pair).sum() / pair.sum())
 
     assert positive_longer(torch.ones_like(w)) < 0.1
+    assert length_cue(examples) == pytest.approx(positive_longer(torch.ones_like(w)))
+    assert length_cue(examples, weights) == pytest.approx(positive_longer(w))
     assert abs(positive_longer(w) - 0.5) < abs(positive_longer(torch.ones_like(w)) - 0.5) / 2
     # within one length, every example of a class weighs the same
     assert len(set(weights[[i for i, e in enumerate(examples) if e.label == 0 and e.response.count(" ") == 9]])) == 1
@@ -135,6 +137,8 @@ def test_prepare_train_and_score(data, tmp_path):
     prepared = json.loads((run / "relations.json").read_text())
     assert prepared["graph_source"].startswith("dependency(") and 0 < len(prepared["relations"]) <= 8
     assert prepared["utterances"] > 0
+    cue = prepared["train_length_cue"]
+    assert set(cue) == {"plain", "length_balanced"} and all(0 <= v <= 1 for v in cue.values())
     res = invoke(run, data, "--negatives", "adversarial,random", "--epochs", "1", "--max-steps", "3",
                  "--eval-every", "3")
     assert res.exit_code == 0, res.output

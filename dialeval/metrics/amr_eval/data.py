@@ -91,8 +91,8 @@ def length_balance_weights(examples: Sequence[Example]) -> np.ndarray:
     alone. With ``p(b)`` and ``n(b)`` the shares of positives and of negatives whose reply falls in length bin ``b``,
     both classes are reweighted towards the same length distribution, ``t(b) ~ sqrt(p(b) n(b))``: a positive in bin
     ``b`` weighs ``t(b) / p(b)``, a negative ``t(b) / n(b)``. Weights are kept within [1/10, 10] and then scaled so
-    each class's weights sum to its number of examples. On the training contexts with both negative kinds, the
-    chance that a positive is longer than a negative goes from 0.31 to 0.49 (0.50: no cue). In a bin that one
+    each class's weights sum to its number of examples. Preparation records :func:`length_cue` of the training
+    examples with and without these weights. In a bin that one
     class lacks, the other class's examples get the lowest weight (1/10 before scaling)."""
     bins = np.array([length_bin(e.response) for e in examples], dtype=np.int64)
     positive = np.array([e.label == 1 for e in examples])
@@ -111,6 +111,19 @@ def length_balance_weights(examples: Sequence[Example]) -> np.ndarray:
     return weights
 
 
+def length_cue(examples: Sequence[Example], weights: np.ndarray | None = None) -> float:
+    """How well reply length alone tells the classes apart: the chance that a positive's reply has more words than
+    a negative's, over every (positive, negative) pair, each pair weighing the product of the two examples'
+    ``weights`` (all 1 by default); ties count one half. 0.5: length says nothing."""
+    words = np.array([len(e.response.split()) for e in examples], dtype=np.int64)
+    positive = np.array([e.label == 1 for e in examples])
+    w = np.ones(len(examples)) if weights is None else np.asarray(weights, dtype=np.float64)
+    pos = np.bincount(words[positive], weights=w[positive], minlength=words.max() + 1)
+    neg = np.bincount(words[~positive], weights=w[~positive], minlength=words.max() + 1)
+    shorter_neg = np.cumsum(neg) - neg  # weight of the negatives with fewer words than each length
+    return float((pos * (shorter_neg + 0.5 * neg)).sum() / (pos.sum() * neg.sum()))
+
+
 def save_examples(examples: Iterable[Example], path: str | Path) -> None:
     save_records(examples, path)
 
@@ -120,5 +133,5 @@ def load_examples(path: str | Path) -> list[Example]:
 
 
 __all__ = ["LENGTH_BINS", "MAX_LENGTH_WEIGHT", "NEGATIVE_KINDS", "VALIDATION_SHARE", "Example",
-           "dailydialog_pp_examples", "dev_split_of", "length_balance_weights", "length_bin", "load_examples",
-           "save_examples"]
+           "dailydialog_pp_examples", "dev_split_of", "length_balance_weights", "length_bin", "length_cue",
+           "load_examples", "save_examples"]

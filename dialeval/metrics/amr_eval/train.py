@@ -5,7 +5,9 @@ Steps:
    of each split (:mod:`.data`: train and validation from DailyDialog++'s dev contexts, test from its test file with
    both negative kinds), the graph of every distinct utterance from ``--graph-source`` (through the per-utterance
    cache) in ``graphs.jsonl.gz``, and the relation labels that get an embedding (the ``--max-relations`` most frequent
-   in the training graphs, context joins included) in ``relations.json``; then the manifest. Training needs neither
+   in the training graphs, context joins included) in ``relations.json``, beside how well reply length alone tells
+   the training classes apart with and without the length-balancing weights (``train_length_cue``); then the
+   manifest. Training needs neither
    spaCy nor the data afterwards.
 2. **Model**: `AmrEvalModel` with the bundled MiniLM; the top ``--trainable-encoder-layers`` train through adapters
    (``--lora-rank``), the graph branch, gate and classifier are new. ``--no-graph`` / ``--no-gate`` are the
@@ -43,7 +45,14 @@ from ...training import (
     with_torch_threads,
 )
 from ...training.prepared import ensure_prepared, write_manifest
-from .data import Example, dailydialog_pp_examples, length_balance_weights, load_examples, save_examples
+from .data import (
+    Example,
+    dailydialog_pp_examples,
+    length_balance_weights,
+    length_cue,
+    load_examples,
+    save_examples,
+)
 from .graphs import SimpleGraph
 from .inputs import AmrEvalInputBuilder, join_context
 from .options import AmrEvalTrainingOptions
@@ -106,9 +115,12 @@ def prepare(opts: AmrEvalTrainingOptions) -> dict:
     graphs = dict(zip(texts, source.graphs(texts)))
     save_graphs(graphs, out / GRAPHS_FILE)
     relations = relation_vocabulary([graph_pair(e, graphs) for e in sets["train"]], opts.max_relations)
+    # how much reply length alone tells the training classes apart, as they are and length-balanced (0.5: nothing)
+    cue = {"plain": length_cue(sets["train"]),
+           "length_balanced": length_cue(sets["train"], length_balance_weights(sets["train"]))}
     (out / RELATIONS_FILE).write_text(json.dumps({"graph_source": source.signature(), "relations": relations,
-                                                  "utterances": len(texts), "cache_hit_rate": source.hit_rate},
-                                                 indent=1))
+                                                  "utterances": len(texts), "cache_hit_rate": source.hit_rate,
+                                                  "train_length_cue": cue}, indent=1))
     files = [examples_file(s) for s in SPLITS] + [GRAPHS_FILE, RELATIONS_FILE]
     return write_manifest(out, metric=METRIC, options=opts, files=files, data_dir=data_dir,
                           data_files=list(DDPP_SPLITS.values()))
