@@ -319,6 +319,11 @@ def replace_checkpoint(model, path: Path, **save_kwargs: Any) -> None:
     model.save_pretrained(path, **save_kwargs)
 
 
+def save_half_checkpoint(model, path: Path) -> None:
+    """:func:`replace_checkpoint` with every floating-point weight stored in float16 (:func:`half_state_dict`)."""
+    replace_checkpoint(model, path, state_dict=half_state_dict(model.state_dict()))
+
+
 def _log(path: Path, record: dict[str, Any]) -> None:
     with open(path, "a") as fh:
         fh.write(json.dumps(record) + "\n")

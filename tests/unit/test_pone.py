@@ -571,6 +571,7 @@ def test_bert_ruber_training_command_writes_best(fixture_data, tmp_path):
     for name in ("config.json", "model.safetensors", "modeling_bert_ruber.py", "configuration_bert_ruber.py"):
         assert (out / "best" / name).exists(), name
     assert (out / "best" / "model.safetensors").stat().st_size < 3_000_000  # the head only
+    assert _stored_dtypes(out / "best") == {torch.float16}  # stored at shipped size; the scorer computes in float64
     summary = json.loads((out / "summary.json").read_text())
     assert summary["train_positives"] == 24 and summary["steps"] == 6  # 24 pairs (duplicates removed), 3 steps/epoch
     evals = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines() if '"eval"' in x]
@@ -581,6 +582,13 @@ def test_bert_ruber_training_command_writes_best(fixture_data, tmp_path):
 
     scorer = dialeval.load_scorer("bert_ruber_unref", checkpoint=out, device="cpu")
     assert scorer.checkpoint == out / "best" and scorer.model.config.context_turns == 2
+    assert {p.dtype for p in scorer.model.parameters()} == {torch.float64}  # the scorer's head runs in float64
+
+
+def _stored_dtypes(folder: Path) -> set:
+    from safetensors.torch import load_file
+
+    return {t.dtype for t in load_file(folder / "model.safetensors").values()}
 
 
 def test_pone_training_two_stages_label_filter_and_resume(fixture_data, tmp_path):
@@ -597,6 +605,9 @@ def test_pone_training_two_stages_label_filter_and_resume(fixture_data, tmp_path
     assert set(summary["stages"]) == {"stage1", "stage2"}
     assert summary["stages"]["stage1"]["steps"] == (24 + summary["augmented_positives"]) // 8
     assert (out / "stage1" / "best" / "config.json").exists() and (out / "best" / "model.safetensors").exists()
+    # stage 2 starts from stage 1's best, kept in float32; the final checkpoint is stored in float16
+    assert _stored_dtypes(out / "stage1" / "best") == {torch.float32}
+    assert _stored_dtypes(out / "best") == {torch.float16}
     config = json.loads((out / "best" / "config.json").read_text())
     assert config["model_type"] == "dialeval-pone" and "label filter" in config["training_recipe"]
     rounds = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines() if '"label_filter"' in x]

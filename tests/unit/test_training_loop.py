@@ -144,3 +144,25 @@ def test_learning_rate_of_names_each_parameters_rate(tmp_path):
         {"3.weight", "3.bias"}
     assert run(tmp_path / "b", learning_rate_of=lambda name: 0.0 if name.startswith("3.") else 1e-2) == \
         {"0.weight", "0.bias"}
+
+
+def test_halve_checkpoint_casts_floats_keeps_the_rest_and_loads_back(tmp_path):
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    from dialeval.training.half import main
+
+    weights = {"w": torch.randn(3, 5), "b": torch.randn(5, dtype=torch.float64), "index": torch.arange(4)}
+    save_file(weights, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
+    (tmp_path / "config.json").write_text('{"dtype": "float32"}')
+    assert main(["--checkpoint", str(tmp_path)]) == 0
+    with safe_open(str(tmp_path / "model.safetensors"), "pt") as fh:
+        assert fh.metadata() == {"format": "pt"}
+        stored = {key: fh.get_tensor(key) for key in fh.keys()}
+    assert {k: t.dtype for k, t in stored.items()} == {"w": torch.float16, "b": torch.float16, "index": torch.int64}
+    assert torch.equal(stored["w"], weights["w"].half()) and torch.equal(stored["b"], weights["b"].half())
+    assert torch.equal(stored["index"], weights["index"])
+    assert (tmp_path / "config.json").read_text() == '{"dtype": "float32"}'
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
+    with pytest.raises(FileNotFoundError, match="holds no model.safetensors"):
+        main(["--checkpoint", str(tmp_path / "missing")])

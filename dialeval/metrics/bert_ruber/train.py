@@ -48,6 +48,7 @@ from ...training import (
     TrainingResult,
     device_description,
     replace_checkpoint,
+    save_half_checkpoint,
     shared_loop_arguments,
     stopped_summary,
     train,
@@ -233,10 +234,11 @@ def build_model(config_cls, model_cls, data_dim: int, opts: HeadTrainingOptions,
 def train_head(model, opts: HeadTrainingOptions, *, out: Path, data: HeadData,
                epoch_batches: Callable[[int], Iterable[dict]], batches_per_epoch: int, epochs: int,
                learning_rate: float, weight_decay: float, started: float,
-               dataloader_workers: int | None = None) -> TrainingResult:
+               dataloader_workers: int | None = None, half: bool = True) -> TrainingResult:
     """The shared loop with the heads' settings: Adam, constant learning rate, BCE, validation per epoch.
     ``started``: the run's ``time.monotonic()`` at its start (``--max-minutes`` counts from it);
-    ``dataloader_workers`` overrides the option (None: the option's value)."""
+    ``dataloader_workers`` overrides the option (None: the option's value); ``half``: ``best/`` stores its weights in
+    float16, as a shipped checkpoint does (False for a stage that a later stage starts from)."""
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation
     if steps_per_epoch < 1:
         raise ValueError(f"fewer training positives than one step of {opts.batch_size} x "
@@ -253,7 +255,8 @@ def train_head(model, opts: HeadTrainingOptions, *, out: Path, data: HeadData,
         step_decay_gamma=1.0, **loop,
     )
     return train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
-                 loss_fn=bce_loss, evaluate_fn=lambda m: evaluate_head(m, data), save_best=replace_checkpoint,
+                 loss_fn=bce_loss, evaluate_fn=lambda m: evaluate_head(m, data),
+                 save_best=save_half_checkpoint if half else replace_checkpoint,
                  selection_key=opts.selection, greater_is_better=SELECTION_KEYS[opts.selection],
                  resume=opts.resume)
 

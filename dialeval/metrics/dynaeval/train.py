@@ -49,8 +49,7 @@ from ...backbone.store import EmbeddingStore
 from ...training import (
     TrainingArguments,
     device_description,
-    half_state_dict,
-    replace_checkpoint,
+    save_half_checkpoint,
     shared_loop_arguments,
     stopped_summary,
     train,
@@ -259,9 +258,6 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
     def evaluate_fn(model) -> dict[str, float]:
         return {f"val_{k}": v for k, v in evaluate_pairs(model, batchers["validation"], val_pairs).items()}
 
-    def save_best(model, path: Path) -> None:
-        replace_checkpoint(model, path, state_dict=half_state_dict(model.state_dict()))
-
     args = TrainingArguments(
         output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
         weight_decay=opts.weight_decay, warmup_ratio=0.0, max_grad_norm=None, optimizer="adam",
@@ -272,7 +268,7 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
     start = time.perf_counter()
     result = train(
         model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
-        loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_pair_accuracy",
+        loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_half_checkpoint, selection_key="val_pair_accuracy",
         greater_is_better=True, resume=opts.resume, collate=collate,
     )
     train_seconds = time.perf_counter() - start

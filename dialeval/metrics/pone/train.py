@@ -255,7 +255,7 @@ def run(opts: PoneTrainingOptions) -> dict:
     result = train_head(model, opts, out=first_out, data=data, epoch_batches=corrupted(batches),
                         batches_per_epoch=n_batches,
                         epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay,
-                        started=t0)
+                        started=t0, half=not opts.label_filter)  # stage 2 starts from stage 1's float32 weights
     stages[first] = _stage_summary(result, opts.selection)
     if not result.finished:  # stage 2 starts when the same command is run again
         return stopped_summary(out, result, stage=first, **seen_fields(opts, model, result.steps, POSITIVES_UNIT))
