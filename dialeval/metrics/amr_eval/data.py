@@ -78,9 +78,14 @@ LENGTH_BINS = (3, 5, 7, 9, 11, 14, 18, 24)
 MAX_LENGTH_WEIGHT = 10.0
 
 
+def word_count(text: str) -> int:
+    """A reply's length as the length weights and :func:`length_cue` measure it: whitespace-separated words."""
+    return len(text.split())
+
+
 def length_bin(text: str) -> int:
     """The :data:`LENGTH_BINS` bin of a reply's word count."""
-    return int(np.searchsorted(LENGTH_BINS, len(text.split()), side="left"))
+    return int(np.searchsorted(LENGTH_BINS, word_count(text), side="left"))
 
 
 def length_balance_weights(examples: Sequence[Example]) -> np.ndarray:
@@ -92,8 +97,8 @@ def length_balance_weights(examples: Sequence[Example]) -> np.ndarray:
     both classes are reweighted towards the same length distribution, ``t(b) ~ sqrt(p(b) n(b))``: a positive in bin
     ``b`` weighs ``t(b) / p(b)``, a negative ``t(b) / n(b)``. Weights are kept within [1/10, 10] and then scaled so
     each class's weights sum to its number of examples. Preparation records :func:`length_cue` of the training
-    examples with and without these weights. In a bin that one
-    class lacks, the other class's examples get the lowest weight (1/10 before scaling)."""
+    examples with and without these weights. In a bin that one class lacks, the other class's examples get the
+    lowest weight (1/10 before scaling)."""
     bins = np.array([length_bin(e.response) for e in examples], dtype=np.int64)
     positive = np.array([e.label == 1 for e in examples])
     if positive.all() or not positive.any():
@@ -115,7 +120,7 @@ def length_cue(examples: Sequence[Example], weights: np.ndarray | None = None) -
     """How well reply length alone tells the classes apart: the chance that a positive's reply has more words than
     a negative's, over every (positive, negative) pair, each pair weighing the product of the two examples'
     ``weights`` (all 1 by default); ties count one half. 0.5: length says nothing."""
-    words = np.array([len(e.response.split()) for e in examples], dtype=np.int64)
+    words = np.array([word_count(e.response) for e in examples], dtype=np.int64)
     positive = np.array([e.label == 1 for e in examples])
     w = np.ones(len(examples)) if weights is None else np.asarray(weights, dtype=np.float64)
     pos = np.bincount(words[positive], weights=w[positive], minlength=words.max() + 1)
@@ -134,4 +139,4 @@ def load_examples(path: str | Path) -> list[Example]:
 
 __all__ = ["LENGTH_BINS", "MAX_LENGTH_WEIGHT", "NEGATIVE_KINDS", "VALIDATION_SHARE", "Example",
            "dailydialog_pp_examples", "dev_split_of", "length_balance_weights", "length_bin", "length_cue",
-           "load_examples", "save_examples"]
+           "load_examples", "save_examples", "word_count"]
