@@ -13,6 +13,8 @@
 - **Systems apart**: on a benchmark with two to four subsets (FED's systems), for each pair of subsets ordered by
   their mean human rating, the AUC of the metric's scores (how often an item of the better-rated subset scores
   above one of the other), beside the same AUC of the human ratings.
+- **Mean over checks** (sanity benchmarks only, in place of the above): per source, the mean accuracy over the
+  perturbations, one figure to compare checkpoints by.
 """
 
 from __future__ import annotations
@@ -76,6 +78,16 @@ def mean_over_sets(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def mean_over_checks(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per source (a sanity row's subset), the mean accuracy over its perturbations (``mean``) and their number
+    (``checks``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for source in dict.fromkeys(r["subset"] for r in rows):
+        accuracies = [r["accuracy"] for r in rows if r["subset"] == source]
+        out[source] = {"mean": float(np.mean(accuracies)), "checks": len(accuracies)}
+    return out
+
+
 #: Subsets a benchmark may have for the pairwise "systems apart" AUCs to be printed.
 MAX_SYSTEMS = 4
 
@@ -120,7 +132,12 @@ def diagnose(scores: Sequence[float], *, level: str, contexts: Sequence[Sequence
 
 def format_diagnostics(metric: str, benchmark: str, diagnostics: dict[str, Any]) -> str:
     """One line per benchmark run, e.g. ``grade on grade_eval: mean over 8 sets 0.198, Spearman within a set 0.180
-    (coherence); between-context share 0.64 (300 contexts); length bias r=0.12 / rho=0.10 (words per reply)``."""
+    (coherence); between-context share 0.64 (300 contexts); length bias r=0.12 / rho=0.10 (words per reply)``; for
+    a sanity benchmark ``amr_eval on sanity_turn: mean over 6 checks 0.612 (dailydialog)``."""
+    if "mean_over_checks" in diagnostics:
+        return f"{metric} on {benchmark}: " + "; ".join(
+            f"mean over {m['checks']} check{'s' if m['checks'] != 1 else ''} {m['mean']:.3f} ({source})"
+            for source, m in diagnostics["mean_over_checks"].items())
     parts = []
     for aspect, m in diagnostics["mean_over_sets"].items():
         parts.append(f"mean over {m['sets']} sets {m['mean']:.3f}, Spearman within a set {m['spearman']:.3f} "

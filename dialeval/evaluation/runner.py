@@ -26,7 +26,7 @@ from ..errors import InputFileError
 from ..scoring import Scorer
 from ..scoring.registry import load_scorer
 from . import stats
-from .diagnostics import diagnose
+from .diagnostics import diagnose, mean_over_checks
 
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 
@@ -48,7 +48,7 @@ class BenchmarkResult:
     human: dict[str, list[float | None]] = field(default_factory=dict)
     subsets: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
-    diagnostics: dict[str, Any] = field(default_factory=dict)  # correlation benchmarks: see .diagnostics
+    diagnostics: dict[str, Any] = field(default_factory=dict)  # correlation and sanity benchmarks: see .diagnostics
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -232,7 +232,8 @@ def _run_sanity(scorer, benchmark, split, ds, *, level, batch_size, n_boot, seed
                          "subset": source, **res})
     return BenchmarkResult(metric=scorer.name, benchmark=benchmark, split=split, signature=out.signature,
                            level=level, rows=rows, scores=out.scores, item_ids=list(ds["id"]),
-                           metadata=_result_metadata(out))
+                           metadata=_result_metadata(out),
+                           diagnostics={"mean_over_checks": mean_over_checks(rows)})
 
 
 def comparison(row: dict[str, Any]) -> str:

@@ -174,7 +174,7 @@ def diagnostics_table(results: Sequence[dict[str, Any]]) -> str:
     lines = []
     for res in results:
         diag = res.get("diagnostics")
-        if not diag:
+        if not diag or "mean_over_sets" not in diag:  # a sanity run's mean over checks is not a correlation figure
             continue
         aspect = benchmark_info(res["benchmark"]).default_aspect
         mean = diag["mean_over_sets"].get(aspect)

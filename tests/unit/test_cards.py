@@ -15,6 +15,7 @@ from dialeval.hub.cards import (
     card_section,
     collect,
     dataset_repos,
+    diagnostics_table,
     load_results,
     model_card,
     render_card,
@@ -130,3 +131,13 @@ def test_each_space_card_names_the_gradio_it_installs(metric):
     header = yaml.safe_load(folder.joinpath("README.md").read_text(encoding="utf-8").split("---\n")[1])
     pins = [line for line in folder.joinpath("requirements.txt").read_text().splitlines() if line.startswith("gradio")]
     assert header["sdk"] == "gradio" and pins == [f"gradio=={header['sdk_version']}"]
+
+
+def test_the_diagnostics_table_shows_correlation_runs_only():
+    correlation = _result("pone") | {"diagnostics": {
+        "mean_over_sets": {"coherence": {"mean": 0.25, "spearman": 0.2, "sets": 8}},
+        "between_context": None, "length_bias": {"pearson": 0.1, "spearman": 0.2, "n": 3}, "systems_apart": None}}
+    sanity = _result("pone", "sanity_turn") | {"diagnostics": {"mean_over_checks": {"dailydialog": {"mean": 0.6,
+                                                                                                   "checks": 6}}}}
+    table = diagnostics_table([correlation, sanity])
+    assert "| pone | grade_eval | 0.250 (8 sets, coherence) |" in table and "sanity_turn" not in table

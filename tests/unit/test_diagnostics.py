@@ -1,4 +1,5 @@
-"""Score diagnostics beside the correlations: between-context share, length bias, mean over sets."""
+"""Score diagnostics beside the correlations: between-context share, length bias, mean over sets; mean over a
+sanity benchmark's checks."""
 
 import math
 
@@ -11,6 +12,7 @@ from dialeval.evaluation.diagnostics import (
     diagnose,
     format_diagnostics,
     length_bias,
+    mean_over_checks,
     mean_over_sets,
     systems_apart,
 )
@@ -91,3 +93,14 @@ def test_systems_apart_orders_subsets_by_their_human_mean():
                                                  human=human))
     assert line.endswith("AUC human>other 0.00 (humans 1.00), human>bot 0.00 (humans 1.00), other>bot 0.00 "
                          "(humans 1.00)")
+
+
+def test_mean_over_checks_per_source_and_its_line():
+    rows = [{"aspect": "gold>random", "subset": "dailydialog", "accuracy": 0.9},
+            {"aspect": "gold>shuffled", "subset": "dailydialog", "accuracy": 0.6},
+            {"aspect": "original>shuffled", "subset": "fed", "accuracy": 0.5}]
+    means = mean_over_checks(rows)
+    assert list(means) == ["dailydialog", "fed"]
+    assert means["dailydialog"]["checks"] == 2 and means["dailydialog"]["mean"] == pytest.approx(0.75)
+    assert format_diagnostics("m", "sanity_turn", {"mean_over_checks": means}) == (
+        "m on sanity_turn: mean over 2 checks 0.750 (dailydialog); mean over 1 check 0.500 (fed)")

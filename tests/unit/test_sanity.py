@@ -137,6 +137,8 @@ def test_runner_pairs_each_original_with_its_own_copies(tiny_data):
     assert acc["gold>shuffled"] == 0.5  # same words, same length: a tie counts one half
     assert {r["subset"] for r in res.rows} == {"dailydialog"} and all(r["n_contexts"] == 6 for r in res.rows)
     assert len(res.scores) == 6 * (1 + len(TURN_KINDS))
+    mean = res.diagnostics["mean_over_checks"]["dailydialog"]
+    assert mean["checks"] == len(TURN_KINDS) and mean["mean"] == pytest.approx(np.mean(list(acc.values())))
     dialogue = run_benchmark(load_scorer("utterance_length"), "sanity_dialogue", data_dir=tiny_data, n_boot=50)
     shuffled = [r for r in dialogue.rows if r["aspect"] == "original>shuffled"]
     assert [(r["subset"], r["accuracy"]) for r in shuffled] == [("dailydialog", 0.5), ("fed", 0.5)]
