@@ -173,10 +173,10 @@ def diagnostics_table(results: Sequence[dict[str, Any]]) -> str:
 
     lines = []
     for res in results:
-        diag = res.get("diagnostics")
-        if not diag or "mean_over_sets" not in diag:  # a sanity run's mean over checks is not a correlation figure
+        diag, info = res.get("diagnostics"), benchmark_info(res["benchmark"])
+        if not diag or info.kind != "correlation":  # these figures are correlation diagnostics only
             continue
-        aspect = benchmark_info(res["benchmark"]).default_aspect
+        aspect = info.default_aspect
         mean = diag["mean_over_sets"].get(aspect)
         share = diag["between_context"]
         bias = diag["length_bias"]

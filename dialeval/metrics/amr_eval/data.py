@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...baselines.length import word_count
 from ...training.prepared import load_records, save_records
 
 #: Percent of the dev contexts that validate.
@@ -76,11 +77,6 @@ def dailydialog_pp_examples(data_dir: str | Path, split: str, *,
 LENGTH_BINS = (3, 5, 7, 9, 11, 14, 18, 24)
 #: Weights are kept within [1 / MAX_LENGTH_WEIGHT, MAX_LENGTH_WEIGHT] before they are normalised.
 MAX_LENGTH_WEIGHT = 10.0
-
-
-def word_count(text: str) -> int:
-    """A reply's length as the length weights and :func:`length_cue` measure it: whitespace-separated words."""
-    return len(text.split())
 
 
 def length_bin(text: str) -> int:
@@ -139,4 +135,4 @@ def load_examples(path: str | Path) -> list[Example]:
 
 __all__ = ["LENGTH_BINS", "MAX_LENGTH_WEIGHT", "NEGATIVE_KINDS", "VALIDATION_SHARE", "Example",
            "dailydialog_pp_examples", "dev_split_of", "length_balance_weights", "length_bin", "length_cue",
-           "load_examples", "save_examples", "word_count"]
+           "load_examples", "save_examples"]
