@@ -5,6 +5,7 @@ gold corpora and Smatch."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.machinery
 import json
 import random
@@ -192,6 +193,10 @@ def test_dependency_graphs_keep_lemmas_labels_and_order():
     assert re.fullmatch(r"dependency\(model=en_core_web_sm\S*-[\d.]+,normalize=True,v=\d+\)", src.signature())
 
 
+def _sha256(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class CountingSource(GraphSource):
     name = "counting"
 
@@ -311,7 +316,7 @@ def test_dailydialog_pp_examples_split_the_dev_contexts_and_keep_the_file_order(
         dailydialog_pp_examples(tmp_path / "nowhere", "train")
 
 
-def test_cache_holds_at_most_memory_entries_and_recomputes_what_fell_out(tmp_path):
+def test_cache_holds_at_most_memory_entries_and_reads_back_what_fell_out(tmp_path):
     source = CountingSource()
     cache = CachedGraphs(source, tmp_path, memory_entries=2)
     texts = ["one", "two", "three", "one"]
@@ -319,8 +324,32 @@ def test_cache_holds_at_most_memory_entries_and_recomputes_what_fell_out(tmp_pat
     held = [json.loads(line)["text_sha256"] for line in cache.path.read_text().splitlines()][1:]
     assert list(cache._load()) == held  # "two" and "three": the most recently computed
     assert source.calls == [["one", "two", "three"]]
-    cache.graphs(["one"])  # fell out of memory: computed and appended again
-    assert source.calls[-1] == ["one"] and len(cache.path.read_text().splitlines()) == 4
-    reopened = CachedGraphs(CountingSource(), tmp_path, memory_entries=2)
-    assert reopened.graphs(["one", "three"])[0].concepts[0] == "one" and reopened.source.calls == []
-    assert reopened.graphs(["two"]) and reopened.source.calls == [["two"]]  # the file's last two are kept
+    assert cache.graphs(["one"])[0].concepts == ("one", "a")  # fell out of memory: read back from its line
+    assert source.calls == [["one", "two", "three"]] and len(cache.path.read_text().splitlines()) == 3
+    assert (cache.hits, cache.misses) == (1, 4) and list(cache._load())[-1] == _sha256("one")
+    reopened = CachedGraphs(CountingSource(), tmp_path, memory_entries=1)
+    assert list(reopened._load()) == []  # opening indexes the lines and decodes no graph
+    assert [g.concepts[0] for g in reopened.graphs(["two", "one", "three", "two"])] == ["two", "one", "three", "two"]
+    assert reopened.source.calls == [] and (reopened.hits, reopened.misses) == (4, 0)
+    reopened.close()
+    assert reopened.graphs(["four", "one"])[1].concepts[0] == "one" and reopened.source.calls == [["four"]]
+
+
+def test_cache_reads_back_past_a_torn_line_in_its_own_format(tmp_path):
+    cache = CachedGraphs(CountingSource(), tmp_path)
+    cache.graphs(["one"])
+    with open(cache.path, "a") as fh:  # a crash after the key was written: the line starts as ours does
+        fh.write('{"text_sha256":"' + _sha256("two") + '","graph":{"conc')
+    reopened = CachedGraphs(CountingSource(), tmp_path)
+    assert reopened.graphs(["two", "one"])[0].concepts == ("two", "a")
+    assert reopened.source.calls == [["two"]] and reopened.skipped_lines == 1
+    reopened.graphs(["three"])  # appended after the torn line, which stays skipped
+    third = CachedGraphs(CountingSource(), tmp_path, memory_entries=1)
+    assert [g.concepts[0] for g in third.graphs(["three", "two", "one"])] == ["three", "two", "one"]
+    assert third.source.calls == [] and third.skipped_lines == 1
+
+    corrupt = cache.path.read_bytes().replace(b'"concepts":["three"', b'"concepts":["three"}}', 1)
+    cache.path.write_bytes(corrupt)  # a line that looks whole but does not decode
+    fourth = CachedGraphs(CountingSource(), tmp_path)
+    assert fourth.graphs(["three"])[0].concepts == ("three", "a") and fourth.source.calls == [["three"]]
+    assert fourth.skipped_lines == 2  # the torn line at opening, the undecodable one when read back
