@@ -1,5 +1,5 @@
-"""Command line: ``dialeval score``, ``benchmark``, ``report``, ``compare``, ``list``, ``train ...``, ``export``,
-``cards ...``, ``release``.
+"""Command line: ``dialeval score``, ``benchmark``, ``report``, ``compare``, ``amr-smatch``, ``list``, ``train ...``,
+``export``, ``cards ...``, ``release``.
 
 A user's mistake (a :class:`~dialeval.errors.DialevalError`: bad input, an unknown name, a missing file, folder or
 checkpoint) is printed as one line, ``error: ...``, on stderr with exit status 2, whatever the subcommand;
@@ -473,6 +473,37 @@ def scale_benchmark(
                                               "batch_size": batch_size, "chunk_size": chunk_size, "device": device,
                                               "bare_encoder": bare_encoder})
     typer.echo(f"wrote {work_dir / 'results.json'}")
+
+
+@app.command("amr-smatch")
+def amr_smatch(
+    graph_source: Annotated[str, typer.Option(help=(
+        "The graphs measured: dependency (the spaCy stand-in), parser (--model-dir: the best/ folder of `dialeval "
+        "train amr-parser`), amrlib (--model-dir: an amrlib parse model).")) ] = "dependency",
+    model_dir: Annotated[Optional[Path], typer.Option(help="The parser or amrlib model folder.")] = None,
+    corpora: Annotated[str, typer.Option(help="Comma-separated gold AMR corpora: little_prince, massive_amr, bio."
+                                         )] = "little_prince,massive_amr",
+    split: Annotated[str, typer.Option(help="The corpora's split (bio has dev and test only).")] = "test",
+    data_dir: Annotated[Optional[Path], typer.Option(help="Data directory (default: $DIALEVAL_DATA_DIR or ../shared/data).")] = None,
+    output: Annotated[Optional[Path], typer.Option(help="Also write the figures to this JSON file.")] = None,
+) -> None:
+    """Smatch of a graph source's simplified graphs against the simplified gold AMR of the data directory, per corpus
+    and pooled, with its parse speed (dialeval.metrics.amr_eval.parser.source_smatch)."""
+    from ..metrics.amr_eval.graph_sources import load_graph_source
+    from ..metrics.amr_eval.parser import source_smatch
+
+    options = {} if model_dir is None else {"model_dir": model_dir}
+    source = load_graph_source(graph_source, **options)
+    names = [c.strip() for c in corpora.split(",") if c.strip()]
+    report = source_smatch(source, names, split, data_dir)
+    for name, r in report.items():
+        speed = f", {r['sentences_per_second']} sentences/s" if "sentences_per_second" in r else ""
+        typer.echo(f"{source.name} on {name} {split}: Smatch P {r['precision']:.3f} R {r['recall']:.3f} "
+                   f"F1 {r['f1']:.3f} (n={r['n']}{speed})")
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps({"graph_source": source.signature(), "split": split, "report": report},
+                                     indent=1))
 
 
 @app.command("list")

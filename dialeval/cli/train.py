@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from ..metrics.amr_eval.options import AmrEvalTrainingOptions
+from ..metrics.amr_eval.options import AmrEvalTrainingOptions, AmrParserTrainingOptions
 from ..metrics.bert_ruber.options import BertRuberTrainingOptions
 from ..metrics.dynaeval.options import DynaEvalTrainingOptions
 from ..metrics.grade.options import GradeTrainingOptions
@@ -72,6 +72,12 @@ def _amr_eval_line(opts: AmrEvalTrainingOptions, s: dict) -> str:
             f"{s['best_step']} of {s['steps']}{test}; {_checkpoint(opts)}")
 
 
+def _amr_parser_line(opts: AmrParserTrainingOptions, s: dict) -> str:
+    test = "".join(f"; test Smatch {name} {v['f1']:.3f}" for name, v in s["test_smatch"].items())
+    return (f"amr-parser: best val_smatch {s['best_val_smatch']:.4f} at step {s['best_step']} of {s['steps']}{test} "
+            f"({s['test_sentences_per_second']} sentences/s); {_checkpoint(opts)}")
+
+
 RECIPES: dict[str, Recipe] = {
     "grade": Recipe(GradeTrainingOptions, "dialeval.metrics.grade.train", _grade_line),
     "dynaeval": Recipe(DynaEvalTrainingOptions, "dialeval.metrics.dynaeval.train", _dynaeval_line),
@@ -79,6 +85,7 @@ RECIPES: dict[str, Recipe] = {
     "pone": Recipe(PoneTrainingOptions, "dialeval.metrics.pone.train", _pone_line),
     "rade": Recipe(RadeTrainingOptions, "dialeval.metrics.rade.train", _rade_line),
     "amr-eval": Recipe(AmrEvalTrainingOptions, "dialeval.metrics.amr_eval.train", _amr_eval_line),
+    "amr-parser": Recipe(AmrParserTrainingOptions, "dialeval.metrics.amr_eval.parser_train", _amr_parser_line),
 }
 
 

@@ -4,7 +4,10 @@ graph layer and the training examples; the model is ``dialeval.modeling.amr_eval
 
 - :mod:`.graphs` -- :class:`SimpleGraph` and :func:`simplify` (PENMAN -> simplified concept/relation graph);
 - :mod:`.graph_sources` -- where utterance graphs come from (:class:`PenmanGraphs`, :class:`AmrlibParser`,
-  :class:`DependencyGraphs`), picked by :func:`load_graph_source`;
+  :class:`ParserGraphs`, :class:`DependencyGraphs`), picked by :func:`load_graph_source`;
+- :mod:`.parser` -- the project's small AMR parser's output tokens (:class:`~.parser.ParserVocabulary`) and the
+  Smatch of simplified graphs (:func:`~.parser.graph_smatch`, :func:`~.parser.source_smatch`); it is trained by
+  :mod:`.parser_train` (``dialeval train amr-parser``);
 - :mod:`.graph_cache` -- :class:`CachedGraphs`, the per-utterance on-disk cache in front of any source;
 - :mod:`.amr_corpora` -- the gold AMR corpora of the data directory (:func:`read_amr_corpus`) and
   :func:`smatch_f1`;
@@ -24,6 +27,7 @@ from .graph_sources import (
     AmrParserUnavailable,
     DependencyGraphs,
     GraphSource,
+    ParserGraphs,
     PenmanGraphs,
     load_graph_source,
     sentence_key,
@@ -72,6 +76,7 @@ __all__ = [
     "LlmBackendUnavailable",
     "LlmJudge",
     "OpenAICompatibleBackend",
+    "ParserGraphs",
     "PenmanGraphs",
     "Rating",
     "RatingError",

@@ -16,7 +16,7 @@ from dialeval.errors import InputError, InputFileError, UnknownNameError
 from dialeval.paths import data_file
 from dialeval.textfiles import jsonl_objects, read_text
 
-__all__ = ["AMR_CORPORA", "PenmanBlock", "iter_penman_file", "read_amr_corpus", "smatch_f1"]
+__all__ = ["AMR_CORPORA", "PenmanBlock", "corpus_files", "iter_penman_file", "read_amr_corpus", "smatch_f1"]
 
 _LP = "amr/gold/little_prince/"
 _MASSIVE = "amr/gold/massive_amr/massive_amr.jsonl"
@@ -104,6 +104,18 @@ def read_amr_corpus(name: str, split: str, data_dir: str | os.PathLike | None = 
                 raise InputFileError(f"{path}:{line_no}: no {missing[0]!r} field")
             if row["partition"] == split:
                 yield str(row["id"]), row["utt"], row["raw_amr"]
+
+
+def corpus_files(name: str, split: str) -> list[str]:
+    """The data-directory files (relative paths) that :func:`read_amr_corpus` reads for ``name`` / ``split``."""
+    if name not in AMR_CORPORA:
+        raise UnknownNameError("AMR corpus", name, AMR_CORPORA)
+    if name == "little_prince":
+        parts = {"train": ("training",), "test": ("test",), "dev": ("training", "test", "v3.0")}[split]
+        return [f"{_LP}amr-bank-struct-{'v3.0' if p == 'v3.0' else f'v1.6-{p}'}.txt" for p in parts]
+    if name == "bio":
+        return [f"{_BIO}amr-release-{split}-bio.txt"]
+    return [_MASSIVE]
 
 
 def _one_line(text: str, where: str) -> str:

@@ -1,7 +1,8 @@
-"""Where utterance graphs come from: one small interface, three sources, chosen explicitly by name.
+"""Where utterance graphs come from: one small interface, four sources, chosen explicitly by name.
 
 - :class:`PenmanGraphs` -- AMR graphs the user supplies (PENMAN files with ``# ::snt``, or a dict);
 - :class:`AmrlibParser` -- an amrlib sentence-to-graph parse model installed on the machine;
+- :class:`ParserGraphs` -- the project's own small AMR parser (a checkpoint of ``dialeval train amr-parser``);
 - :class:`DependencyGraphs` -- a stand-in that is not AMR: a spaCy dependency tree reduced to content words.
 
 :func:`load_graph_source` picks one by name. No source ever falls back to another: a missing graph, package or
@@ -25,7 +26,7 @@ from .amr_corpora import iter_penman_file
 from .graphs import GRAPH_FORMAT_VERSION, SimpleGraph, simplify
 
 __all__ = ["AmrParserUnavailable", "AmrlibParser", "DependencyGraphs", "GRAPH_SOURCES", "GraphSource",
-           "PenmanGraphs", "load_graph_source", "sentence_key"]
+           "ParserGraphs", "PenmanGraphs", "load_graph_source", "sentence_key"]
 
 
 class AmrParserUnavailable(DialevalError, RuntimeError):
@@ -270,13 +271,72 @@ class DependencyGraphs(GraphSource):
         return SimpleGraph(tuple(concepts), tuple(edges), root)
 
 
+class ParserGraphs(GraphSource):
+    """Graphs written by a parser checkpoint of ``dialeval train amr-parser`` (its ``best/`` folder, given as
+    ``model_dir``), greedily, ``batch_size`` sentences at a time in length order (results in input order), on
+    ``device`` (default: CPU). An empty (or whitespace) text gets the empty graph. The checkpoint is loaded on the
+    first :meth:`graphs` call."""
+
+    name = "parser"
+
+    def __init__(self, model_dir: str | os.PathLike, *, device: str | None = None, batch_size: int = 32) -> None:
+        self.model_dir = Path(model_dir)
+        if not (self.model_dir / "config.json").is_file():
+            raise FileNotFoundError(f"parser model_dir {str(self.model_dir)!r} holds no config.json: pass the best/ "
+                                    "folder of a `dialeval train amr-parser` run")
+        self.device, self.batch_size = device or "cpu", int(batch_size)
+        self._model = None
+        self._tokenizer = None
+        self._vocabulary = None  # a parser.ParserVocabulary
+
+    def signature(self) -> str:
+        digest = hashlib.sha256()
+        for name in ("config.json", "model.safetensors"):
+            path = self.model_dir / name
+            if path.is_file():
+                digest.update(path.read_bytes())
+        return f"parser(model={digest.hexdigest()[:16]},v={GRAPH_FORMAT_VERSION})"
+
+    def _load(self) -> None:
+        import torch
+
+        from dialeval.backbone.encoder import base_tokenizer
+        from dialeval.modeling.amr_eval import AmrParserModel
+
+        from .parser import ParserVocabulary
+
+        model = AmrParserModel.from_pretrained(self.model_dir, dtype=torch.float32)
+        self._model = model.to(self.device).eval()
+        self._tokenizer = base_tokenizer(model.config.base_encoder)
+        self._vocabulary = ParserVocabulary.of_config(model.config, self._tokenizer)
+
+    def graphs(self, texts: Sequence[str]) -> list[SimpleGraph]:
+        texts = list(texts)
+        out: list[SimpleGraph | None] = [SimpleGraph((), (), None) if not t.strip() else None for t in texts]
+        todo = [i for i, t in enumerate(texts) if t.strip()]
+        if not todo:
+            return out
+        if self._model is None:
+            self._load()
+        tokenizer, model = self._tokenizer, self._model
+        lengths = {i: len(tokenizer.tokenize(texts[i])) for i in todo}
+        todo.sort(key=lambda i: lengths[i])
+        for start in range(0, len(todo), self.batch_size):
+            rows = todo[start:start + self.batch_size]
+            batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True,
+                              max_length=model.config.max_source_length, return_tensors="pt").to(self.device)
+            for i, ids in zip(rows, model.generate_ids(batch["input_ids"], batch["attention_mask"])):
+                out[i] = self._vocabulary.decode(ids)
+        return out
+
+
 #: Source name -> class, for :func:`load_graph_source`.
 GRAPH_SOURCES: dict[str, type[GraphSource]] = {"penman": PenmanGraphs, "amrlib": AmrlibParser,
-                                               "dependency": DependencyGraphs}
+                                               "dependency": DependencyGraphs, "parser": ParserGraphs}
 
 
 def load_graph_source(name: str, **options: Any) -> GraphSource:
-    """The source called ``name`` (``"penman"``, ``"amrlib"`` or ``"dependency"``) built with ``options``;
+    """The source called ``name`` (``"penman"``, ``"amrlib"``, ``"dependency"`` or ``"parser"``) built with ``options``;
     an unknown name raises :class:`~dialeval.errors.UnknownNameError` listing the choices."""
     if name not in GRAPH_SOURCES:
         raise UnknownNameError("graph source", name, GRAPH_SOURCES)

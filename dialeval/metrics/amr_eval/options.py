@@ -1,4 +1,5 @@
-"""The options of the AMR evaluator's training recipe (``dialeval train amr-eval``; :mod:`.train`), declared once."""
+"""The options of the AMR evaluator's training recipes, declared once: the small model (``dialeval train amr-eval``;
+:mod:`.train`) and the small AMR parser (``dialeval train amr-parser``; :mod:`.parser_train`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ class AmrEvalTrainingOptions(TrainingOptions):
     """The small model (SLM): positives against negatives of DailyDialog++'s dev contexts, cross-entropy plus a
     contrastive loss that aligns the text and graph vectors of positives, AdamW."""
 
-    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("graph_source", "amrlib_model_dir", "penman_files", "negatives")
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("graph_source", "amrlib_model_dir", "parser_model_dir",
+                                                     "penman_files", "negatives")
 
     seed: int = 42
     epochs: int = 3
@@ -24,11 +26,14 @@ class AmrEvalTrainingOptions(TrainingOptions):
                                                          "transformer, gate, classifier).")
     adapter_learning_rate: float = option(1e-4, min=0, help="AdamW learning rate of the encoder's low-rank "
                                                             "adapters.")
-    graph_source: Literal["dependency", "amrlib", "penman"] = option(
+    graph_source: Literal["dependency", "amrlib", "parser", "penman"] = option(
         "dependency", help="Where the utterance graphs come from: 'dependency' (spaCy's parse reduced to content "
                            "words: not AMR, the stand-in that runs anywhere), 'amrlib' (an installed amrlib parse "
-                           "model, --amrlib-model-dir) or 'penman' (your graphs, --penman-files).")
+                           "model, --amrlib-model-dir), 'parser' (the project's own AMR parser, "
+                           "--parser-model-dir) or 'penman' (your graphs, --penman-files).")
     amrlib_model_dir: str | None = option(None, help="The amrlib parse model folder (--graph-source amrlib).")
+    parser_model_dir: str | None = option(None, help="The best/ folder of a `dialeval train amr-parser` run "
+                                                     "(--graph-source parser).")
     penman_files: str | None = option(None, help="Comma-separated PENMAN files with '# ::snt' lines covering every "
                                                  "utterance (--graph-source penman).")
     negatives: str = option("adversarial", help="Negative kinds trained on, comma-separated: adversarial (the "
@@ -68,6 +73,8 @@ class AmrEvalTrainingOptions(TrainingOptions):
                                        f"{self.negatives!r}")
         if self.graph_source == "amrlib" and not self.amrlib_model_dir:
             raise TrainingOptionsError("--graph-source amrlib needs --amrlib-model-dir")
+        if self.graph_source == "parser" and not self.parser_model_dir:
+            raise TrainingOptionsError("--graph-source parser needs --parser-model-dir")
         if self.graph_source == "penman" and not self.penman_files:
             raise TrainingOptionsError("--graph-source penman needs --penman-files")
         if self.use_gate and not self.use_graph:
@@ -80,6 +87,42 @@ class AmrEvalTrainingOptions(TrainingOptions):
         """The keyword arguments of :func:`~.graph_sources.load_graph_source` for :attr:`graph_source`."""
         if self.graph_source == "amrlib":
             return {"model_dir": self.amrlib_model_dir}
+        if self.graph_source == "parser":
+            return {"model_dir": self.parser_model_dir}
         if self.graph_source == "penman":
             return {"files": [p.strip() for p in self.penman_files.split(",") if p.strip()]}
         return {}
+
+
+@dataclass(kw_only=True)
+class AmrParserTrainingOptions(TrainingOptions):
+    """The project's small AMR parser: the bundled encoder and a decoder warm-started from its first layers, trained
+    on gold AMR of the data directory to write simplified graphs; AdamW, checkpoint chosen by validation Smatch."""
+
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("corpora", "decoder_layers")
+
+    seed: int = 42
+    epochs: int = 12
+    batch_size: int = option(16, min=1, help="Sentences per step.")
+    learning_rate: float = option(5e-5, min=0, help="AdamW learning rate of the encoder's trained layers.")
+    head_learning_rate: float = option(3e-4, min=0, help="AdamW learning rate of the decoder and the output layer.")
+    corpora: str = option("little_prince,massive_amr", help="Gold AMR corpora trained on (their train splits; their "
+                                                            "dev splits validate, their test splits are reported), "
+                                                            "comma-separated: little_prince, massive_amr (CC BY-NC: "
+                                                            "a parser trained on it is non-commercial).")
+    decoder_layers: int = option(2, min=1, help="Decoder layers (warm-started from the encoder's first).")
+    trainable_encoder_layers: int = option(2, min=-1, help="Top encoder layers trained (-1: all).")
+    max_source_length: int = option(96, min=8, help="Word pieces of a sentence read.")
+    max_target_length: int = option(192, min=16, help="Output tokens of a graph (longer training targets are cut).")
+
+    @property
+    def corpus_names(self) -> tuple[str, ...]:
+        return tuple(c.strip() for c in self.corpora.split(",") if c.strip())
+
+    def check(self) -> None:
+        super().check()
+        allowed = ("little_prince", "massive_amr")
+        names = self.corpus_names
+        if not names or any(c not in allowed for c in names):
+            raise TrainingOptionsError(f"corpora must name some of {', '.join(allowed)} (the corpora with a train "
+                                       f"split), got {self.corpora!r}")

@@ -1,0 +1,260 @@
+"""The small AMR parser's training recipe: ``dialeval train amr-parser``.
+
+Steps:
+1. **Preparation** (needs the data directory; ``--prepare-only`` stops after it): the gold graphs of ``--corpora``
+   (train, dev and test splits, :func:`~.amr_corpora.read_amr_corpus`), simplified and lower-cased, in
+   ``examples_<split>.jsonl.gz``; the output vocabulary (``vocabulary.json``: relation tokens of the training graphs,
+   word pieces of the training graphs and sentences, :class:`~.parser.ParserVocabulary`); then the manifest.
+2. **Model**: ``AmrParserModel.from_base_encoder`` with the bundled MiniLM (``--decoder-layers`` decoder layers
+   warm-started from its first layers, cross-attention new); each relation token starts as the mean embedding of
+   its word pieces. The top ``--trainable-encoder-layers`` encoder layers train at ``--learning-rate``, the decoder
+   and output layer at ``--head-learning-rate``.
+3. **Training** on the shared loop: AdamW, token cross-entropy of the output tokens and the end token. Validation
+   every ``eval_every`` steps parses the dev sentences greedily: ``val_smatch`` (Smatch of simplified graphs against
+   the gold ones, :func:`~.parser.graph_smatch`; the selection key) and ``val_loss``. The best model is kept in
+   ``best/``, in float16.
+4. **Report** (``summary.json``): the best checkpoint's Smatch per test corpus and pooled, and its parse speed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ...training import (
+    TrainingArguments,
+    device_description,
+    save_half_checkpoint,
+    shared_loop_arguments,
+    shuffled_batches,
+    stopped_summary,
+    train,
+    training_device,
+    with_torch_threads,
+)
+from ...training.prepared import ensure_prepared, load_records, save_records, write_manifest
+from .graphs import SimpleGraph
+from .options import AmrParserTrainingOptions
+from .parser import ParserVocabulary, graph_smatch, lowercased
+
+METRIC = "amr_parser"
+VOCABULARY_FILE = "vocabulary.json"
+SPLITS = ("train", "dev", "test")
+PARSE_BATCH = 32
+
+
+@dataclass(frozen=True)
+class ParserExample:
+    id: str
+    corpus: str
+    sentence: str
+    graph: dict  # SimpleGraph JSON object
+
+
+def _base_encoder() -> str:
+    from ...modeling.amr_eval import AmrParserConfig
+
+    return AmrParserConfig().base_encoder
+
+
+def examples_file(split: str) -> str:
+    return f"examples_{split}.jsonl.gz"
+
+
+def prepare(opts: AmrParserTrainingOptions) -> dict:
+    """Examples and vocabulary into the run folder, then (last) the manifest; returns it."""
+    from ...backbone.encoder import base_tokenizer
+    from ...paths import resolve_data_dir
+    from .amr_corpora import corpus_files, read_amr_corpus
+    from .graphs import simplify
+
+    out = Path(opts.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data_dir = resolve_data_dir(opts.data_dir)
+    sets: dict[str, list[ParserExample]] = {}
+    for split in SPLITS:
+        sets[split] = [
+            ParserExample(gid, corpus, sentence,
+                          json.loads(lowercased(simplify(text, item=f"{corpus}/{split} {gid}")).to_json()))
+            for corpus in opts.corpus_names for gid, sentence, text in read_amr_corpus(corpus, split, data_dir)]
+        save_records(sets[split], out / examples_file(split))
+    tokenizer = base_tokenizer(_base_encoder())
+    vocabulary = ParserVocabulary.build([SimpleGraph.from_json(e.graph) for e in sets["train"]],
+                                        [e.sentence for e in sets["train"]], tokenizer)
+    (out / VOCABULARY_FILE).write_text(json.dumps({"special_tokens": list(vocabulary.special_tokens),
+                                                   "piece_ids": list(vocabulary.piece_ids)}, indent=1))
+    files = [examples_file(s) for s in SPLITS] + [VOCABULARY_FILE]
+    data_files = sorted({f for c in opts.corpus_names for s in SPLITS for f in corpus_files(c, s)})
+    return write_manifest(out, metric=METRIC, options=opts, files=files, data_dir=data_dir, data_files=data_files)
+
+
+def build_model(opts: AmrParserTrainingOptions, special_tokens: list[str], piece_ids: list[int], tokenizer):
+    from ...modeling.amr_eval import AmrParserConfig, AmrParserModel
+
+    config = AmrParserConfig(special_tokens=special_tokens, piece_ids=piece_ids, decoder_layers=opts.decoder_layers,
+                             trainable_encoder_layers=opts.trainable_encoder_layers,
+                             max_source_length=opts.max_source_length, max_target_length=opts.max_target_length)
+    # a relation token starts where its word pieces are (":arg0-of" from "arg0-of"); the rest start at random
+    starts = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(t[1:])) if t.startswith(":") else []
+              for t in special_tokens]
+    torch.manual_seed(opts.seed)
+    model = AmrParserModel.from_base_encoder(config, special_pieces=starts)
+    model.freeze_for_training()
+    return model
+
+
+class ParserBatcher:
+    """Sentences -> encoder inputs; graphs -> output ids ending with the end token (cut at the target length)."""
+
+    def __init__(self, tokenizer, vocabulary: ParserVocabulary, config) -> None:
+        self.tokenizer, self.vocabulary, self.config = tokenizer, vocabulary, config
+        self.truncated = 0
+
+    def sources(self, sentences: list[str]) -> dict[str, torch.Tensor]:
+        batch = self.tokenizer(sentences, padding=True, truncation=True, max_length=self.config.max_source_length,
+                               return_tensors="pt")
+        return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+    def labels(self, graphs: list[SimpleGraph]) -> torch.Tensor:
+        from ...modeling.amr_eval import EOS_ID
+
+        rows = []
+        for graph in graphs:
+            ids = self.vocabulary.encode(graph, self.tokenizer.tokenize) + [EOS_ID]
+            if len(ids) > self.config.max_target_length:
+                self.truncated += 1
+                ids = ids[:self.config.max_target_length]
+            rows.append(ids)
+        width = max(len(r) for r in rows)
+        return torch.tensor([r + [-100] * (width - len(r)) for r in rows], dtype=torch.long)
+
+    def collate(self, examples: list[ParserExample]) -> dict[str, torch.Tensor]:
+        return {**self.sources([e.sentence for e in examples]),
+                "labels": self.labels([SimpleGraph.from_json(e.graph) for e in examples])}
+
+
+@torch.inference_mode()
+def parse(model, batcher: ParserBatcher, sentences: list[str]) -> list[SimpleGraph]:
+    """Greedy parses of ``sentences``, in order (length-sorted batches inside)."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    out: list[SimpleGraph | None] = [None] * len(sentences)
+    for start in range(0, len(order), PARSE_BATCH):
+        rows = order[start:start + PARSE_BATCH]
+        batch = {k: v.to(device) for k, v in batcher.sources([sentences[i] for i in rows]).items()}
+        for i, ids in zip(rows, model.generate_ids(batch["input_ids"], batch["attention_mask"])):
+            out[i] = batcher.vocabulary.decode(ids)
+    model.train(was_training)
+    return out
+
+
+@torch.inference_mode()
+def token_loss(model, batcher: ParserBatcher, examples: list[ParserExample]) -> float:
+    """Mean token cross-entropy of ``examples`` (batches of :data:`PARSE_BATCH`, weighted by their tokens)."""
+    device = next(model.parameters()).device
+    total, tokens = 0.0, 0
+    for start in range(0, len(examples), PARSE_BATCH):
+        batch = {k: v.to(device) for k, v in batcher.collate(examples[start:start + PARSE_BATCH]).items()}
+        n = int((batch["labels"] >= 0).sum())
+        total += float(model(**batch).loss) * n
+        tokens += n
+    return total / max(1, tokens)
+
+
+def smatch_report(examples: list[ParserExample], graphs: list[SimpleGraph]) -> dict[str, dict]:
+    """Smatch per corpus of ``examples`` and pooled (``"all"``)."""
+    gold = [SimpleGraph.from_json(e.graph) for e in examples]
+    report = {}
+    for corpus in dict.fromkeys(e.corpus for e in examples):
+        rows = [i for i, e in enumerate(examples) if e.corpus == corpus]
+        report[corpus] = graph_smatch([graphs[i] for i in rows], [gold[i] for i in rows])
+    report["all"] = graph_smatch(graphs, gold)
+    return report
+
+
+@with_torch_threads
+def run(opts: AmrParserTrainingOptions) -> dict:
+    """Prepare (unless ``output_dir`` holds a prepared run) and train; returns a summary (also written to
+    ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
+    t0 = time.monotonic()
+    opts.check()
+    out = Path(opts.output_dir)
+    if not opts.prepare_only:
+        training_device(opts.device)
+    manifest = ensure_prepared(opts, metric=METRIC, prepare=prepare)
+    if opts.prepare_only:
+        return {"prepared": True, **manifest}
+    sets = {split: load_records(out / examples_file(split), lambda row: ParserExample(**row)) for split in SPLITS}
+    prepared = json.loads((out / VOCABULARY_FILE).read_text())
+    from ...backbone.encoder import base_tokenizer
+
+    tokenizer = base_tokenizer(_base_encoder())
+    model = build_model(opts, prepared["special_tokens"], prepared["piece_ids"], tokenizer)
+    batcher = ParserBatcher(tokenizer, ParserVocabulary.of_config(model.config, tokenizer), model.config)
+    train_examples = sets["train"]
+    batches_per_epoch, epoch_batches = shuffled_batches(len(train_examples), batch_size=opts.batch_size,
+                                                        gradient_accumulation=opts.gradient_accumulation,
+                                                        seed=opts.seed)
+
+    def collate(indices: np.ndarray) -> dict[str, torch.Tensor]:
+        return batcher.collate([train_examples[i] for i in indices])
+
+    def loss_fn(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        device = next(model.parameters()).device
+        return model(**{k: v.to(device) for k, v in batch.items()}).loss
+
+    def evaluate_fn(model) -> dict[str, float]:
+        dev = sets["dev"]
+        graphs = parse(model, batcher, [e.sentence for e in dev])
+        smatch = graph_smatch(graphs, [SimpleGraph.from_json(e.graph) for e in dev])
+        return {"val_smatch": float(smatch["f1"]), "val_loss": token_loss(model, batcher, dev)}
+
+    def learning_rate_of(name: str) -> float:
+        return opts.learning_rate if name.startswith("encoder.") else opts.head_learning_rate
+
+    steps_per_epoch = batches_per_epoch // opts.gradient_accumulation
+    args = TrainingArguments(
+        output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
+        weight_decay=0.01, warmup_ratio=0.1, max_grad_norm=1.0, optimizer="adamw",
+        eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
+        max_steps=opts.max_steps, device=opts.device, **shared_loop_arguments(opts, started=t0),
+    )
+    start = time.perf_counter()
+    result = train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
+                   loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_half_checkpoint,
+                   selection_key="val_smatch", greater_is_better=True, resume=opts.resume, collate=collate,
+                   learning_rate_of=learning_rate_of)
+    train_seconds = time.perf_counter() - start
+    device = next(model.parameters()).device
+    seen = {"device": device_description(device), "examples_seen": result.steps * opts.batch_size *
+            opts.gradient_accumulation}
+    if not result.finished:
+        return stopped_summary(out, result, **seen)
+
+    from ...modeling.amr_eval import AmrParserModel
+
+    best = AmrParserModel.from_pretrained(out / "best", dtype=torch.float32).to(device)
+    reports = {}
+    for split in ("dev", "test"):
+        began = time.perf_counter()
+        graphs = parse(best, batcher, [e.sentence for e in sets[split]])
+        seconds = time.perf_counter() - began
+        reports[f"{split}_smatch"] = smatch_report(sets[split], graphs)
+        reports[f"{split}_sentences_per_second"] = round(len(graphs) / seconds, 1)
+    summary = {
+        "finished": True, "examples": {split: len(v) for split, v in sets.items()},
+        "corpora": list(opts.corpus_names), "output_tokens": model.config.output_size,
+        "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
+        "best_val_smatch": result.best_metric, **reports, **seen, "train_seconds": round(train_seconds, 1),
+        "truncated_targets": batcher.truncated, "torch_threads": torch.get_num_threads(),
+        "history": result.history, "options": {k: v for k, v in vars(opts).items()},
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
