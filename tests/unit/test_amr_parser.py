@@ -14,7 +14,13 @@ from typer.testing import CliRunner
 
 from dialeval.backbone.encoder import base_tokenizer
 from dialeval.cli import app
-from dialeval.metrics.amr_eval import PenmanGraphs, SimpleGraph, load_graph_source, simplify
+from dialeval.metrics.amr_eval import (
+    AmrParserUnavailable,
+    PenmanGraphs,
+    SimpleGraph,
+    load_graph_source,
+    simplify,
+)
 from dialeval.metrics.amr_eval.parser import (
     ParserVocabulary,
     graph_from_tokens,
@@ -249,7 +255,7 @@ def test_recipe_trains_reports_smatch_and_the_checkpoint_is_a_graph_source(tmp_p
     assert len(graphs) == 3 and graphs[1] == SimpleGraph((), (), None)
     assert all(isinstance(g, SimpleGraph) for g in graphs)
     assert source.signature().startswith("parser(model=") and source.signature() == source.signature()
-    with pytest.raises(FileNotFoundError, match="no config.json"):
+    with pytest.raises(AmrParserUnavailable, match="no config.json"):
         load_graph_source("parser", model_dir=tmp_path)
 
     gold_source = PenmanGraphs(data / "amr" / "gold" / "little_prince" / "amr-bank-struct-v1.6-test.txt")

@@ -30,7 +30,8 @@ __all__ = ["AmrParserUnavailable", "AmrlibParser", "DependencyGraphs", "GRAPH_SO
 
 
 class AmrParserUnavailable(DialevalError, RuntimeError):
-    """amrlib or its parse model is not installed; the message says what to install."""
+    """amrlib or its parse model is not installed, or a parser folder holds no checkpoint; the message says what to
+    install or pass."""
 
 
 def _start(text: str) -> str:
@@ -46,7 +47,7 @@ def sentence_key(text: str) -> str:
 class GraphSource(ABC):
     """Turns utterances into :class:`SimpleGraph` s: ``graphs(texts)`` returns one graph per text, in order."""
 
-    #: Short name of the source kind (``"penman"``, ``"amrlib"``, ``"dependency"``).
+    #: Short name of the source kind (``"penman"``, ``"amrlib"``, ``"parser"``, ``"dependency"``).
     name: str = ""
 
     @abstractmethod
@@ -282,8 +283,8 @@ class ParserGraphs(GraphSource):
     def __init__(self, model_dir: str | os.PathLike, *, device: str | None = None, batch_size: int = 32) -> None:
         self.model_dir = Path(model_dir)
         if not (self.model_dir / "config.json").is_file():
-            raise FileNotFoundError(f"parser model_dir {str(self.model_dir)!r} holds no config.json: pass the best/ "
-                                    "folder of a `dialeval train amr-parser` run")
+            raise AmrParserUnavailable(f"parser model_dir {str(self.model_dir)!r} holds no config.json: pass the "
+                                       "best/ folder of a `dialeval train amr-parser` run")
         self.device, self.batch_size = device or "cpu", int(batch_size)
         self._model = None
         self._tokenizer = None
@@ -336,8 +337,8 @@ GRAPH_SOURCES: dict[str, type[GraphSource]] = {"penman": PenmanGraphs, "amrlib":
 
 
 def load_graph_source(name: str, **options: Any) -> GraphSource:
-    """The source called ``name`` (``"penman"``, ``"amrlib"``, ``"dependency"`` or ``"parser"``) built with ``options``;
-    an unknown name raises :class:`~dialeval.errors.UnknownNameError` listing the choices."""
+    """The source called ``name`` (``"penman"``, ``"amrlib"``, ``"dependency"`` or ``"parser"``) built with
+    ``options``; an unknown name raises :class:`~dialeval.errors.UnknownNameError` listing the choices."""
     if name not in GRAPH_SOURCES:
         raise UnknownNameError("graph source", name, GRAPH_SOURCES)
     return GRAPH_SOURCES[name](**options)
