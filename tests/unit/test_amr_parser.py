@@ -130,6 +130,8 @@ def test_penman_for_smatch_joins_components_and_smatch_drops_with_a_changed_conc
     assert graph_penman(SimpleGraph((), (), None)) == "(v0 / amr-empty)"
     spaced = graph_penman(SimpleGraph(("new york", "a(b)"), ((0, 1, "mod"), (0, 1, "mod"), (1, 1, "x")), 0))
     assert "new_york" in spaced and "a_b_" in spaced and spaced.count(":mod") == 1 and ":x" not in spaced
+    quoted = SimpleGraph(("see", "xref"), ((0, 1, 'dep_type="fig'),), 0)  # a dependency label from markup
+    assert ':dep_type=_fig' in graph_penman(quoted) and graph_smatch([quoted], [quoted])["f1"] == 1.0
     gold = [lowercased(simplify(text)) for _, _, text in GOLD]
     assert graph_smatch(gold, gold)["f1"] == 1.0
     changed = [SimpleGraph(tuple("dog" if c == "boy" else c for c in g.concepts), g.edges, g.root) for g in gold]

@@ -234,13 +234,14 @@ class ParserVocabulary:
 
 
 # -- Smatch of simplified graphs --------------------------------------------------------------------------------------
-def _smatch_concept(concept: str) -> str:
-    return re.sub(r'[\s()":/~^]+', "_", concept) or "_"
+def _smatch_symbol(text: str) -> str:
+    """A concept or relation label as one PENMAN symbol: whitespace and PENMAN's punctuation become ``_``."""
+    return re.sub(r'[\s()":/~^]+', "_", text) or "_"
 
 
 def graph_penman(graph: SimpleGraph) -> str:
-    """``graph`` as one-line PENMAN for Smatch: node ``i`` is ``(v<i> / concept)`` (whitespace and PENMAN's
-    punctuation in a concept become ``_``), every edge a role between variables; a node that no chain of edges (in
+    """``graph`` as one-line PENMAN for Smatch: node ``i`` is ``(v<i> / concept)``, every edge a role between
+    variables (whitespace and PENMAN's punctuation in a concept or a relation label become ``_``); a node that no chain of edges (in
     either direction) joins to the root hangs from the root by ``:unattached``, so the graph is one tree for penman.
     Self-loops and repeated edges are left out. The empty graph is ``(v0 / amr-empty)``."""
     import penman
@@ -249,11 +250,11 @@ def graph_penman(graph: SimpleGraph) -> str:
         return f"(v0 / {_EMPTY_CONCEPT})"
     n = len(graph.concepts)
     root = graph.root if graph.root is not None else 0
-    triples = [(f"v{i}", ":instance", _smatch_concept(c)) for i, c in enumerate(graph.concepts)]
+    triples = [(f"v{i}", ":instance", _smatch_symbol(c)) for i, c in enumerate(graph.concepts)]
     neighbours: list[set[int]] = [set() for _ in range(n)]
     for s, t, r in dict.fromkeys(graph.edges):
         if s != t:
-            triples.append((f"v{s}", f":{r}", f"v{t}"))
+            triples.append((f"v{s}", f":{_smatch_symbol(r)}", f"v{t}"))
             neighbours[s].add(t)
             neighbours[t].add(s)
     reached = {root}
