@@ -58,15 +58,17 @@ OPTION_HELP = ("A scorer setting KEY=VALUE, repeatable (e.g. turn_score=delta fo
                "bert_ruber); VALUE is read as JSON when it parses (numbers, true, null), else as text.")
 
 
-def _scorer_options(metric: str, options: list[str] | None, parameters: list[str]) -> dict:
-    """``KEY=VALUE`` strings -> scorer keyword arguments, each key one of the scorer's ``parameters``."""
+def _scorer_options(metric: str, options: list[str] | None, parameters: list[str], *,
+                    passes_on: str | None = None) -> dict:
+    """``KEY=VALUE`` strings -> scorer keyword arguments, each key one of the scorer's ``parameters``, or any key
+    when the scorer takes ``**kwargs`` (``passes_on`` names what it passes them to, for the error message)."""
     settable = [p for p in parameters if p not in ("self", "device", "checkpoint")]
     parsed: dict = {}
     for option in options or []:
         key, sep, text = option.partition("=")
         if not sep or not key:
             raise typer.BadParameter(f"{option!r} is not KEY=VALUE", param_hint="--option")
-        if key not in settable:
+        if key not in settable and passes_on is None:
             raise typer.BadParameter(f"metric '{metric}' has no setting {key!r}; settings: "
                                      f"{', '.join(settable) or '(none)'}", param_hint="--option")
         if key in parsed:
@@ -81,8 +83,10 @@ def _scorer_options(metric: str, options: list[str] | None, parameters: list[str
 def _load(metric: str, *, device: str | None, checkpoint: str | None, options: list[str] | None = None):
     from ..scoring.registry import load_scorer, scorer_class
 
-    parameters = list(inspect.signature(scorer_class(metric).__init__).parameters)
-    kwargs = _scorer_options(metric, options, parameters)
+    signature = inspect.signature(scorer_class(metric).__init__).parameters
+    parameters = [n for n, p in signature.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    passes_on = next((n for n, p in signature.items() if p.kind is p.VAR_KEYWORD), None)
+    kwargs = _scorer_options(metric, options, parameters, passes_on=passes_on)
     if checkpoint is not None:
         if "checkpoint" not in parameters:
             raise typer.BadParameter(f"metric '{metric}' has no checkpoint to choose", param_hint="--checkpoint")

@@ -239,8 +239,12 @@ def test_cache_hits_misses_and_torn_lines(tmp_path):
 
 
 def test_load_graph_source_names_the_choices():
-    with pytest.raises(UnknownNameError, match="unknown graph source 'amr'.*choices: penman, amrlib, dependency"):
+    with pytest.raises(UnknownNameError, match="unknown graph source 'amr'.*choices: penman, amrlib, dependency, "
+                                               "parser"):
         load_graph_source("amr")
+    with pytest.raises(InputError, match="graph source 'penman' has no option 'model_dir'; its options: files, "
+                                         "graphs, duplicates"):
+        load_graph_source("penman", model_dir="x")
     src = load_graph_source("penman", graphs={"hi": WANT})
     assert isinstance(src, PenmanGraphs) and src.graphs(["hi"]) == [simplify(WANT)]
 

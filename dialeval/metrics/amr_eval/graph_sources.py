@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import json
 import os
 from abc import ABC, abstractmethod
@@ -338,7 +339,16 @@ GRAPH_SOURCES: dict[str, type[GraphSource]] = {"penman": PenmanGraphs, "amrlib":
 
 def load_graph_source(name: str, **options: Any) -> GraphSource:
     """The source called ``name`` (``"penman"``, ``"amrlib"``, ``"dependency"`` or ``"parser"``) built with
-    ``options``; an unknown name raises :class:`~dialeval.errors.UnknownNameError` listing the choices."""
+    ``options``; an unknown name raises :class:`~dialeval.errors.UnknownNameError` listing the choices, an option
+    the source does not take an :class:`~dialeval.errors.InputError` listing its options."""
     if name not in GRAPH_SOURCES:
         raise UnknownNameError("graph source", name, GRAPH_SOURCES)
-    return GRAPH_SOURCES[name](**options)
+    source = GRAPH_SOURCES[name]
+    parameters = inspect.signature(source.__init__).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        accepted = [n for n in parameters if n != "self"]
+        unknown = [k for k in options if k not in accepted]
+        if unknown:
+            raise InputError(f"graph source {name!r} has no option {unknown[0]!r}; its options: "
+                             f"{', '.join(accepted) or '(none)'}")
+    return source(**options)
