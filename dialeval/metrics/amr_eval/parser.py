@@ -283,8 +283,9 @@ def graph_smatch(predicted: Sequence[SimpleGraph], gold: Sequence[SimpleGraph]) 
 
 def source_smatch(source: GraphSource, corpora: Sequence[str], split: str, data_dir: str | os.PathLike | None = None
                   ) -> dict[str, dict[str, Any]]:
-    """Per gold corpus (and ``"all"``, the pooled triples), the Smatch of ``source``'s graphs of the sentences
-    against the simplified gold graphs, with the number of sentences, the parse seconds and sentences per second."""
+    """Per gold corpus (and, with several, ``"all"``: the pooled triples), the Smatch of ``source``'s graphs of
+    the sentences against the simplified gold graphs, with the number of sentences, the parse seconds and
+    sentences per second."""
     from .amr_corpora import read_amr_corpus
     from .graphs import simplify
 
