@@ -247,6 +247,7 @@ def test_recipe_trains_reports_smatch_and_the_checkpoint_is_a_graph_source(tmp_p
     assert "amr-parser: best val_smatch" in result.output and "test Smatch little_prince" in result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["examples"] == {"train": 12, "dev": 2, "test": 1} and summary["steps"] == 3
+    assert summary["cut_training_targets"] == 2  # the two copies of lp_3: 29 output tokens with the end token
     assert 0.0 <= summary["test_smatch"]["little_prince"]["f1"] <= 1.0 and summary["test_smatch"]["all"]["n"] == 1
     assert [h["step"] for h in summary["history"]] == [3] and "val_loss" in summary["history"][0]
     vocabulary = json.loads((out / "vocabulary.json").read_text())

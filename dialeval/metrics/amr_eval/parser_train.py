@@ -113,7 +113,11 @@ class ParserBatcher:
 
     def __init__(self, tokenizer, vocabulary: ParserVocabulary, config) -> None:
         self.tokenizer, self.vocabulary, self.config = tokenizer, vocabulary, config
-        self.truncated = 0
+
+    def cut(self, examples: list[ParserExample]) -> int:
+        """How many of ``examples`` have a graph longer than the target length (training sees it cut)."""
+        return sum(len(self.vocabulary.encode(SimpleGraph.from_json(e.graph), self.tokenizer.tokenize)) + 1 >
+                   self.config.max_target_length for e in examples)
 
     def sources(self, sentences: list[str]) -> dict[str, torch.Tensor]:
         batch = self.tokenizer(sentences, padding=True, truncation=True, max_length=self.config.max_source_length,
@@ -126,10 +130,7 @@ class ParserBatcher:
         rows = []
         for graph in graphs:
             ids = self.vocabulary.encode(graph, self.tokenizer.tokenize) + [EOS_ID]
-            if len(ids) > self.config.max_target_length:
-                self.truncated += 1
-                ids = ids[:self.config.max_target_length]
-            rows.append(ids)
+            rows.append(ids[:self.config.max_target_length])
         width = max(len(r) for r in rows)
         return torch.tensor([r + [-100] * (width - len(r)) for r in rows], dtype=torch.long)
 
@@ -253,7 +254,7 @@ def run(opts: AmrParserTrainingOptions) -> dict:
         "corpora": list(opts.corpus_names), "output_tokens": model.config.output_size,
         "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
         "best_val_smatch": result.best_metric, **reports, **seen, "train_seconds": round(train_seconds, 1),
-        "truncated_targets": batcher.truncated, "torch_threads": torch.get_num_threads(),
+        "cut_training_targets": batcher.cut(train_examples), "torch_threads": torch.get_num_threads(),
         "history": result.history, "options": {k: v for k, v in vars(opts).items()},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
