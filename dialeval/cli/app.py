@@ -60,8 +60,8 @@ OPTION_HELP = ("A scorer setting KEY=VALUE, repeatable (e.g. turn_score=delta fo
 
 def _scorer_options(metric: str, options: list[str] | None, parameters: list[str], *,
                     passes_on: str | None = None) -> dict:
-    """``KEY=VALUE`` strings -> scorer keyword arguments, each key one of the scorer's ``parameters``, or any key
-    when the scorer takes ``**kwargs`` (``passes_on`` names what it passes them to, for the error message)."""
+    """``KEY=VALUE`` strings -> scorer keyword arguments, each key one of the scorer's ``parameters``; any key when
+    the scorer takes ``**kwargs`` (``passes_on``, their name), which then decides what it accepts."""
     settable = [p for p in parameters if p not in ("self", "device", "checkpoint")]
     parsed: dict = {}
     for option in options or []:
@@ -483,7 +483,7 @@ def scale_benchmark(
 def amr_smatch(
     graph_source: Annotated[str, typer.Option(help=(
         "The graphs measured: dependency (the spaCy stand-in), parser (--model-dir: the best/ folder of `dialeval "
-        "train amr-parser`), amrlib (--model-dir: an amrlib parse model).")) ] = "dependency",
+        "train amr-parser`), amrlib (--model-dir: an amrlib parse model)."))] = "dependency",
     model_dir: Annotated[Optional[Path], typer.Option(help="The parser or amrlib model folder.")] = None,
     corpora: Annotated[str, typer.Option(help="Comma-separated gold AMR corpora: little_prince, massive_amr, bio."
                                          )] = "little_prince,massive_amr",

@@ -261,6 +261,15 @@ def test_recipe_trains_reports_smatch_and_the_checkpoint_is_a_graph_source(tmp_p
     with pytest.raises(AmrParserUnavailable, match="no config.json"):
         load_graph_source("parser", model_dir=tmp_path)
 
+    smatch = CliRunner().invoke(app, ["amr-smatch", "--graph-source", "parser", "--model-dir", str(out / "best"),
+                                      "--corpora", "little_prince", "--data-dir", str(data), "--output",
+                                      str(tmp_path / "smatch.json")])
+    assert smatch.exit_code == 0, smatch.output
+    assert "parser on little_prince test: Smatch P " in smatch.output and "(n=1, " in smatch.output
+    written = json.loads((tmp_path / "smatch.json").read_text())
+    assert written["split"] == "test" and written["graph_source"] == source.signature()
+    assert written["report"]["little_prince"]["n"] == 1
+
     gold_source = PenmanGraphs(data / "amr" / "gold" / "little_prince" / "amr-bank-struct-v1.6-test.txt")
     report = source_smatch(gold_source, ["little_prince"], "test", data)
     assert report["little_prince"]["f1"] == 1.0 and report["little_prince"]["n"] == 1
