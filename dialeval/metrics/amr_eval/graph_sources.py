@@ -320,15 +320,12 @@ class ParserGraphs(GraphSource):
             return out
         if self._model is None:
             self._load()
-        tokenizer, model = self._tokenizer, self._model
-        lengths = {i: len(tokenizer.tokenize(texts[i])) for i in todo}
-        todo.sort(key=lambda i: lengths[i])
-        for start in range(0, len(todo), self.batch_size):
-            rows = todo[start:start + self.batch_size]
-            batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True,
-                              max_length=model.config.max_source_length, return_tensors="pt").to(self.device)
-            for i, ids in zip(rows, model.generate_ids(batch["input_ids"], batch["attention_mask"])):
-                out[i] = self._vocabulary.decode(ids)
+        from .parser import parse_sentences
+
+        parsed = parse_sentences(self._model, self._tokenizer, self._vocabulary, [texts[i] for i in todo],
+                                 batch_size=self.batch_size)
+        for i, graph in zip(todo, parsed):
+            out[i] = graph
         return out
 
 

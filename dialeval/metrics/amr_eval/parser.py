@@ -33,7 +33,7 @@ from .graph_sources import GraphSource
 from .graphs import SimpleGraph
 
 __all__ = ["STRUCTURE_TOKENS", "ParserVocabulary", "graph_from_tokens", "graph_penman",
-           "graph_smatch", "graph_tokens", "lowercased", "source_smatch"]
+           "graph_smatch", "graph_tokens", "lowercased", "parse_sentences", "source_smatch"]
 
 #: Output tokens of the graph's structure (after the control tokens): open, close, quote, and the relation that
 #: stands for any label the vocabulary lacks.
@@ -231,6 +231,29 @@ class ParserVocabulary:
                 text = self.special_tokens[i]
                 tokens.append(("relation" if text.startswith(":") else "structure", text))
         return graph_from_tokens(tokens)
+
+
+def parse_sentences(model, tokenizer, vocabulary: ParserVocabulary, sentences: Sequence[str], *,
+                    batch_size: int = 32) -> list[SimpleGraph]:
+    """Greedy parses of ``sentences`` by an ``AmrParserModel`` on its own device, in input order (batches of
+    ``batch_size`` sorted by word-piece length inside); the model is left in the mode it was in."""
+    import torch
+
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    lengths = [len(tokenizer.tokenize(s)) for s in sentences]
+    order = sorted(range(len(sentences)), key=lambda i: lengths[i])
+    out: list[SimpleGraph | None] = [None] * len(sentences)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            batch = tokenizer([sentences[i] for i in rows], padding=True, truncation=True,
+                              max_length=model.config.max_source_length, return_tensors="pt").to(device)
+            for i, ids in zip(rows, model.generate_ids(batch["input_ids"], batch["attention_mask"])):
+                out[i] = vocabulary.decode(ids)
+    model.train(was_training)
+    return out
 
 
 # -- Smatch of simplified graphs --------------------------------------------------------------------------------------

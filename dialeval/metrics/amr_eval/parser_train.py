@@ -40,7 +40,7 @@ from ...training import (
 from ...training.prepared import ensure_prepared, load_records, save_records, write_manifest
 from .graphs import SimpleGraph
 from .options import AmrParserTrainingOptions
-from .parser import ParserVocabulary, graph_smatch, lowercased
+from .parser import ParserVocabulary, graph_smatch, lowercased, parse_sentences
 
 METRIC = "amr_parser"
 VOCABULARY_FILE = "vocabulary.json"
@@ -139,21 +139,9 @@ class ParserBatcher:
                 "labels": self.labels([SimpleGraph.from_json(e.graph) for e in examples])}
 
 
-@torch.inference_mode()
 def parse(model, batcher: ParserBatcher, sentences: list[str]) -> list[SimpleGraph]:
-    """Greedy parses of ``sentences``, in order (length-sorted batches inside)."""
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-    out: list[SimpleGraph | None] = [None] * len(sentences)
-    for start in range(0, len(order), PARSE_BATCH):
-        rows = order[start:start + PARSE_BATCH]
-        batch = {k: v.to(device) for k, v in batcher.sources([sentences[i] for i in rows]).items()}
-        for i, ids in zip(rows, model.generate_ids(batch["input_ids"], batch["attention_mask"])):
-            out[i] = batcher.vocabulary.decode(ids)
-    model.train(was_training)
-    return out
+    """Greedy parses of ``sentences``, in order (:func:`~.parser.parse_sentences`)."""
+    return parse_sentences(model, batcher.tokenizer, batcher.vocabulary, sentences, batch_size=PARSE_BATCH)
 
 
 @torch.inference_mode()
