@@ -41,6 +41,9 @@ class AmrParserConfig(PretrainedConfig):
             (-1: all).
         max_source_length (`int`, *optional*, defaults to 96): word pieces of the sentence read.
         max_target_length (`int`, *optional*, defaults to 192): output tokens written at most.
+        encoder_weights_in_checkpoint (`bool`, *optional*, defaults to `True`): written by `save_pretrained`.
+            False when the checkpoint leaves out the frozen encoder weights, which loading takes from
+            ``base_encoder``.
     """
 
     model_type = "dialeval-amr-parser"
@@ -55,6 +58,7 @@ class AmrParserConfig(PretrainedConfig):
         trainable_encoder_layers: int = 2,
         max_source_length: int = 96,
         max_target_length: int = 192,
+        encoder_weights_in_checkpoint: bool = True,
         **kwargs: Any,
     ) -> None:
         if isinstance(encoder_config, PretrainedConfig):
@@ -78,6 +82,7 @@ class AmrParserConfig(PretrainedConfig):
         self.trainable_encoder_layers = int(trainable_encoder_layers)
         self.max_source_length = int(max_source_length)
         self.max_target_length = int(max_target_length)
+        self.encoder_weights_in_checkpoint = bool(encoder_weights_in_checkpoint)
         super().__init__(**kwargs)
 
     @property

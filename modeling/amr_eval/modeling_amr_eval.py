@@ -124,8 +124,8 @@ def _compared(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
 
 
 class _HeldLoadReport(logging.Filter):
-    """Holds back transformers' load report while `AmrEvalModel.from_pretrained` fills what a small checkpoint
-    lacks."""
+    """Holds back transformers' load report while `SmallCheckpointMixin.from_pretrained` fills what a small
+    checkpoint lacks."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -153,6 +153,64 @@ class GraphLayer(nn.Module):
         return self.norm(h + self.dropout(nn.functional.elu(self.conv(h, edge_index, edge_attr))))
 
 
+class SmallCheckpointMixin:
+    """Small checkpoints for a model that fine-tunes part of the encoder package ``config.base_encoder``: save only
+    what training changed, and complete such a checkpoint from the package when loading. The model defines
+    ``frozen_names()``; its config has ``base_encoder`` and ``encoder_weights_in_checkpoint``. (Used by both models
+    of this folder; the other custom-code folders carry their own, since each must load alone.)"""
+
+    def weights_from_base_encoder(self) -> set[str]:
+        """The weights a ``trainable_only`` checkpoint leaves out: those training does not change."""
+        return self.frozen_names()
+
+    def save_pretrained(self, save_directory, *args, trainable_only: bool = False, half: bool = False, **kwargs):
+        """`PreTrainedModel.save_pretrained`, plus ``trainable_only`` (leave out :meth:`weights_from_base_encoder`,
+        which loading fills from ``config.base_encoder``) and ``half`` (store float16; the config keeps float32)."""
+        if (trainable_only or half) and kwargs.get("state_dict") is not None:
+            raise ValueError("pass trainable_only / half or state_dict, not both")
+        frozen = self.weights_from_base_encoder() if trainable_only else set()
+        if frozen or half:
+            kwargs["state_dict"] = {k: v.to(torch.float16) if half and v.is_floating_point() else v
+                                    for k, v in self.state_dict().items() if k not in frozen}
+        previous = self.config.encoder_weights_in_checkpoint
+        self.config.encoder_weights_in_checkpoint = not frozen
+        try:
+            return super().save_pretrained(save_directory, *args, **kwargs)
+        finally:
+            self.config.encoder_weights_in_checkpoint = previous
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
+        """`PreTrainedModel.from_pretrained`, completing small checkpoints from the package
+        ``config.base_encoder``; any other missing weight is an error."""
+        want_info = kwargs.pop("output_loading_info", False)
+        load_logger = logging.getLogger(_TRANSFORMERS_LOAD_LOGGER)
+        held = _HeldLoadReport()
+        load_logger.addFilter(held)
+        try:
+            model, info = super().from_pretrained(pretrained_model_name_or_path, *model_args,
+                                                  output_loading_info=True, **kwargs)
+        finally:
+            load_logger.removeFilter(held)
+        missing = sorted(info.get("missing_keys") or ())
+        if missing:
+            base = base_encoder_state_dict(model.config.base_encoder)
+            params = dict(model.named_parameters())
+            uncovered = [k for k in missing if k not in base or base[k].shape != params[k].shape]
+            if uncovered:
+                raise ValueError(f"checkpoint {pretrained_model_name_or_path} lacks {len(uncovered)} weight(s) that "
+                                 f"{model.config.base_encoder!r} does not provide: {uncovered[:10]}")
+            with torch.no_grad():
+                for key in missing:
+                    params[key].copy_(base[key].to(dtype=params[key].dtype, device=params[key].device))
+        info["missing_keys"] = set()
+        info["filled_from_base_encoder"] = missing
+        if info.get("unexpected_keys") or info.get("mismatched_keys"):
+            for record in held.records:
+                load_logger.handle(record)
+        return (model, info) if want_info else model
+
+
 class AmrEvalPreTrainedModel(PreTrainedModel):
     config_class = AmrEvalConfig
     base_model_prefix = "amr_eval"
@@ -169,7 +227,7 @@ class AmrEvalPreTrainedModel(PreTrainedModel):
             init.zeros_(module.lora_B)
 
 
-class AmrEvalModel(AmrEvalPreTrainedModel):
+class AmrEvalModel(SmallCheckpointMixin, AmrEvalPreTrainedModel):
     """Sentence encoder + graph transformer over simplified AMR, gated, two-class head (see the module docstring).
 
     Inputs of :meth:`forward`:
@@ -287,53 +345,6 @@ class AmrEvalModel(AmrEvalPreTrainedModel):
         for name, param in self.named_parameters():
             param.requires_grad_(name not in frozen)
 
-    def save_pretrained(self, save_directory, *args, trainable_only: bool = False, half: bool = False, **kwargs):
-        """`PreTrainedModel.save_pretrained`, plus ``trainable_only`` (leave out :meth:`frozen_names`, which loading
-        fills from ``config.base_encoder``) and ``half`` (store float16; the config keeps float32)."""
-        if (trainable_only or half) and kwargs.get("state_dict") is not None:
-            raise ValueError("pass trainable_only / half or state_dict, not both")
-        frozen = self.frozen_names() if trainable_only else set()
-        if frozen or half:
-            kwargs["state_dict"] = {k: v.to(torch.float16) if half and v.is_floating_point() else v
-                                    for k, v in self.state_dict().items() if k not in frozen}
-        previous = self.config.encoder_weights_in_checkpoint
-        self.config.encoder_weights_in_checkpoint = not frozen
-        try:
-            return super().save_pretrained(save_directory, *args, **kwargs)
-        finally:
-            self.config.encoder_weights_in_checkpoint = previous
-
-    @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
-        """`PreTrainedModel.from_pretrained`, completing small checkpoints from the package
-        ``config.base_encoder``; any other missing weight is an error."""
-        want_info = kwargs.pop("output_loading_info", False)
-        load_logger = logging.getLogger(_TRANSFORMERS_LOAD_LOGGER)
-        held = _HeldLoadReport()
-        load_logger.addFilter(held)
-        try:
-            model, info = super().from_pretrained(pretrained_model_name_or_path, *model_args,
-                                                  output_loading_info=True, **kwargs)
-        finally:
-            load_logger.removeFilter(held)
-        missing = sorted(info.get("missing_keys") or ())
-        if missing:
-            base = base_encoder_state_dict(model.config.base_encoder)
-            params = dict(model.named_parameters())
-            uncovered = [k for k in missing if k not in base or base[k].shape != params[k].shape]
-            if uncovered:
-                raise ValueError(f"checkpoint {pretrained_model_name_or_path} lacks {len(uncovered)} weight(s) that "
-                                 f"{model.config.base_encoder!r} does not provide: {uncovered[:10]}")
-            with torch.no_grad():
-                for key in missing:
-                    params[key].copy_(base[key].to(dtype=params[key].dtype, device=params[key].device))
-        info["missing_keys"] = set()
-        info["filled_from_base_encoder"] = missing
-        if info.get("unexpected_keys") or info.get("mismatched_keys"):
-            for record in held.records:
-                load_logger.handle(record)
-        return (model, info) if want_info else model
-
     @classmethod
     def from_base_encoder(cls, config: AmrEvalConfig) -> AmrEvalModel:
         """A new model whose encoder is the package ``config.base_encoder``'s (adapters and heads new)."""
@@ -350,4 +361,4 @@ class AmrEvalModel(AmrEvalPreTrainedModel):
 AmrEvalModel.register_for_auto_class("AutoModel")
 
 __all__ = ["ADAPTED_PROJECTIONS", "AmrEvalModel", "AmrEvalOutput", "AmrEvalPreTrainedModel", "GraphLayer",
-           "LoRALinear", "add_adapters", "base_encoder_state_dict", "top_layer_prefixes"]
+           "LoRALinear", "SmallCheckpointMixin", "add_adapters", "base_encoder_state_dict", "top_layer_prefixes"]

@@ -20,7 +20,7 @@ from transformers import BertModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_amr_parser import AmrParserConfig
-from .modeling_amr_eval import base_encoder_state_dict, top_layer_prefixes
+from .modeling_amr_eval import SmallCheckpointMixin, base_encoder_state_dict, top_layer_prefixes
 
 PAD_ID, BOS_ID, EOS_ID = 0, 1, 2
 _ENCODER_PREFIX = "encoder."
@@ -43,7 +43,7 @@ class AmrParserPreTrainedModel(PreTrainedModel):
     _supports_sdpa = True
 
 
-class AmrParserModel(AmrParserPreTrainedModel):
+class AmrParserModel(SmallCheckpointMixin, AmrParserPreTrainedModel):
     """Encoder -> memory; decoder over the output tokens so far -> the next token (see the module docstring).
 
     ``labels`` [B, T] are output ids ending with ``EOS_ID`` and padded with -100; the decoder reads them shifted right
@@ -148,6 +148,11 @@ class AmrParserModel(AmrParserPreTrainedModel):
         frozen = self.frozen_names()
         for name, param in self.named_parameters():
             param.requires_grad_(name not in frozen)
+
+    def weights_from_base_encoder(self) -> set[str]:
+        """What a ``trainable_only`` checkpoint leaves out: the frozen encoder weights. (The decoder's one-row table is
+        frozen too but not the package's, so it is saved: 384 numbers.)"""
+        return {n for n in self.frozen_names() if n.startswith(_ENCODER_PREFIX)}
 
     @classmethod
     def from_base_encoder(cls, config: AmrParserConfig, special_pieces: list[list[int]] | None = None

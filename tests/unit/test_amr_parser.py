@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import run_without_dialeval
+from safetensors import safe_open
 from typer.testing import CliRunner
 
 from dialeval.backbone.encoder import base_tokenizer
@@ -28,6 +29,7 @@ from dialeval.metrics.amr_eval.parser import (
     graph_smatch,
     graph_tokens,
     lowercased,
+    smatch_by_corpus,
     source_smatch,
 )
 from dialeval.modeling.amr_eval import EOS_ID, AmrParserConfig, AmrParserModel
@@ -169,6 +171,16 @@ def reference_greedy(model: AmrParserModel, ids, mask, limit: int) -> list[list[
     return [row[:row.index(EOS_ID)] if EOS_ID in row else row for row in written[:, 1:].tolist()]
 
 
+def test_smatch_by_corpus_keeps_the_corpora_apart_and_pools_them():
+    gold = [lowercased(simplify(text, gid)) for gid, _, text in GOLD[:4]]
+    predicted = [gold[0], gold[1], gold[2], SimpleGraph(("zebra",), (), 0)]
+    report = smatch_by_corpus(["b", "a", "b", "a"], predicted, gold)
+    assert list(report) == ["b", "a", "all"]
+    assert report["b"]["f1"] == 1.0 and report["b"]["n"] == 2 and report["a"]["n"] == 2
+    assert report["a"]["f1"] < 1.0 and report["a"]["f1"] < report["all"]["f1"] < 1.0 and report["all"]["n"] == 4
+    assert list(smatch_by_corpus(["a", "a"], predicted[:2], gold[:2])) == ["a"]
+
+
 def test_model_is_causal_and_cached_greedy_decoding_equals_recomputation(tmp_path):
     model = tiny_parser()
     g = torch.Generator().manual_seed(1)
@@ -248,18 +260,39 @@ def test_recipe_trains_reports_smatch_and_the_checkpoint_is_a_graph_source(tmp_p
     summary = json.loads((out / "summary.json").read_text())
     assert summary["examples"] == {"train": 12, "dev": 2, "test": 1} and summary["steps"] == 3
     assert summary["cut_training_targets"] == 2  # the two copies of lp_3: 29 output tokens with the end token
-    assert 0.0 <= summary["test_smatch"]["little_prince"]["f1"] <= 1.0 and summary["test_smatch"]["all"]["n"] == 1
+    assert 0.0 <= summary["test_smatch"]["little_prince"]["f1"] <= 1.0
+    assert summary["test_smatch"]["little_prince"]["n"] == 1 and "all" not in summary["test_smatch"]  # one corpus
     assert [h["step"] for h in summary["history"]] == [3] and "val_loss" in summary["history"][0]
     vocabulary = json.loads((out / "vocabulary.json").read_text())
     assert ":arg0" in vocabulary["special_tokens"] and len(vocabulary["piece_ids"]) > 20
+
+    # best/ holds what training changed, in float16; loading takes the frozen encoder weights from their package
+    assert json.loads((out / "best" / "config.json").read_text())["encoder_weights_in_checkpoint"] is False
+    with safe_open(str(out / "best" / "model.safetensors"), "pt") as fh:
+        stored = {k: fh.get_tensor(k).dtype for k in fh.keys()}
+    assert set(stored.values()) == {torch.float16}
+    assert "encoder.encoder.layer.5.output.dense.weight" in stored and "decoder.embeddings.word_embeddings.weight" in stored
+    assert not any(k.startswith(("encoder.embeddings.", "encoder.encoder.layer.4.")) for k in stored)
 
     source = load_graph_source("parser", model_dir=out / "best")
     graphs = source.graphs(["The boy wants a sheep.", "  ", "Draw me a sheep!"])
     assert len(graphs) == 3 and graphs[1] == SimpleGraph((), (), None)
     assert all(isinstance(g, SimpleGraph) for g in graphs)
     assert source.signature().startswith("parser(model=") and source.signature() == source.signature()
+    assert load_graph_source("parser", model_dir=out).signature() == source.signature()  # a run stands for its best/
     with pytest.raises(AmrParserUnavailable, match="no config.json"):
         load_graph_source("parser", model_dir=tmp_path)
+
+    tokens = tokenizer()(["The boy wants a sheep."], return_tensors="pt")
+    torch.save({"ids": tokens["input_ids"], "mask": tokens["attention_mask"]}, tmp_path / "inputs.pt")
+    here = AmrParserModel.from_pretrained(out / "best", dtype=torch.float32).eval()
+    remote = run_without_dialeval("""
+        model = AutoModel.from_pretrained(args[0], trust_remote_code=True, dtype=torch.float32).eval()
+        inputs = torch.load(args[1])
+        result["ids"] = model.generate_ids(inputs["ids"], inputs["mask"])
+    """, out / "best", tmp_path / "inputs.pt", cwd=tmp_path)
+    assert remote["dialeval_loaded"] == []
+    assert remote["ids"] == here.generate_ids(tokens["input_ids"], tokens["attention_mask"])
 
     smatch = CliRunner().invoke(app, ["amr-smatch", "--graph-source", "parser", "--model-dir", str(out / "best"),
                                       "--corpora", "little_prince", "--data-dir", str(data), "--output",
@@ -273,3 +306,18 @@ def test_recipe_trains_reports_smatch_and_the_checkpoint_is_a_graph_source(tmp_p
     gold_source = PenmanGraphs(data / "amr" / "gold" / "little_prince" / "amr-bank-struct-v1.6-test.txt")
     report = source_smatch(gold_source, ["little_prince"], "test", data)
     assert report["little_prince"]["f1"] == 1.0 and report["little_prince"]["n"] == 1
+
+
+def test_the_shipped_parser_is_the_default_parser_source():
+    """`dialeval train amr-parser` made the parser in the package; --graph-source parser needs nothing else."""
+    from dialeval.metrics.amr_eval.graph_sources import PARSER_CHECKPOINT_DIR
+    from dialeval.scoring.checkpoints import shipped_checkpoint
+
+    source = load_graph_source("parser")
+    assert source.model_dir == shipped_checkpoint(PARSER_CHECKPOINT_DIR, "dialeval train amr-parser")
+    assert load_graph_source("parser", model_dir="default").signature() == source.signature()
+    config = json.loads((source.model_dir / "config.json").read_text())
+    assert config["encoder_weights_in_checkpoint"] is False and config["model_type"] == "dialeval-amr-parser"
+    gid, sentence, text = GOLD[4]
+    parsed = source.graphs([sentence])
+    assert graph_smatch(parsed, [lowercased(simplify(text, gid))])["f1"] > 0.5

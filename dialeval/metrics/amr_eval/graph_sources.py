@@ -2,7 +2,8 @@
 
 - :class:`PenmanGraphs` -- AMR graphs the user supplies (PENMAN files with ``# ::snt``, or a dict);
 - :class:`AmrlibParser` -- an amrlib sentence-to-graph parse model installed on the machine;
-- :class:`ParserGraphs` -- the project's own small AMR parser (a checkpoint of ``dialeval train amr-parser``);
+- :class:`ParserGraphs` -- the project's own small AMR parser (shipped, or a checkpoint of ``dialeval train
+  amr-parser``);
 - :class:`DependencyGraphs` -- a stand-in that is not AMR: a spaCy dependency tree reduced to content words.
 
 :func:`load_graph_source` picks one by name. No source ever falls back to another: a missing graph, package or
@@ -21,13 +22,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dialeval.errors import DialevalError, InputError, InputFileError, UnknownNameError
+from dialeval.errors import CheckpointNotFoundError, DialevalError, InputError, InputFileError, UnknownNameError
 
 from .amr_corpora import iter_penman_file
 from .graphs import GRAPH_FORMAT_VERSION, SimpleGraph, simplify
 
 __all__ = ["AmrParserUnavailable", "AmrlibParser", "DependencyGraphs", "GRAPH_SOURCES", "GraphSource",
-           "ParserGraphs", "PenmanGraphs", "load_graph_source", "sentence_key"]
+           "PARSER_CHECKPOINT_DIR", "ParserGraphs", "PenmanGraphs", "load_graph_source", "sentence_key"]
+
+#: The shipped parser's folder under ``dialeval/checkpoints/`` and the command that trains one.
+PARSER_CHECKPOINT_DIR = "amr_parser"
+PARSER_TRAIN_COMMAND = "dialeval train amr-parser"
 
 
 class AmrParserUnavailable(DialevalError, RuntimeError):
@@ -274,18 +279,22 @@ class DependencyGraphs(GraphSource):
 
 
 class ParserGraphs(GraphSource):
-    """Graphs written by a parser checkpoint of ``dialeval train amr-parser`` (its ``best/`` folder, given as
-    ``model_dir``), greedily, ``batch_size`` sentences at a time in length order (results in input order), on
-    ``device`` (default: CPU). An empty (or whitespace) text gets the empty graph. The checkpoint is loaded on the
-    first :meth:`graphs` call."""
+    """Graphs written by a parser checkpoint of ``dialeval train amr-parser``: ``model_dir`` is the parser shipped in
+    the package when None or ``"default"``, else a checkpoint folder or a run folder (its ``best/``). Parsing is
+    greedy, ``batch_size`` sentences at a time in length order (results in input order), on ``device`` (default:
+    CPU). An empty (or whitespace) text gets the empty graph. The checkpoint is loaded on the first :meth:`graphs`
+    call."""
 
     name = "parser"
 
-    def __init__(self, model_dir: str | os.PathLike, *, device: str | None = None, batch_size: int = 32) -> None:
-        self.model_dir = Path(model_dir)
-        if not (self.model_dir / "config.json").is_file():
-            raise AmrParserUnavailable(f"parser model_dir {str(self.model_dir)!r} holds no config.json: pass the "
-                                       "best/ folder of a `dialeval train amr-parser` run")
+    def __init__(self, model_dir: str | os.PathLike | None = None, *, device: str | None = None,
+                 batch_size: int = 32) -> None:
+        from dialeval.scoring.checkpoints import resolve_checkpoint
+
+        try:
+            self.model_dir = resolve_checkpoint(model_dir, PARSER_CHECKPOINT_DIR, PARSER_TRAIN_COMMAND)
+        except CheckpointNotFoundError as err:
+            raise AmrParserUnavailable(f"parser model_dir: {err}") from err
         self.device, self.batch_size = device or "cpu", int(batch_size)
         self._model = None
         self._tokenizer = None

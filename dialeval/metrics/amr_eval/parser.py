@@ -33,7 +33,7 @@ from .graph_sources import GraphSource
 from .graphs import SimpleGraph
 
 __all__ = ["STRUCTURE_TOKENS", "ParserVocabulary", "graph_from_tokens", "graph_penman",
-           "graph_smatch", "graph_tokens", "lowercased", "parse_sentences", "source_smatch"]
+           "graph_smatch", "graph_tokens", "lowercased", "parse_sentences", "smatch_by_corpus", "source_smatch"]
 
 #: Output tokens of the graph's structure (after the control tokens): open, close, quote, and the relation that
 #: stands for any label the vocabulary lacks.
@@ -304,27 +304,38 @@ def graph_smatch(predicted: Sequence[SimpleGraph], gold: Sequence[SimpleGraph]) 
     return smatch_f1([graph_penman(lowercased(g)) for g in predicted], [graph_penman(lowercased(g)) for g in gold])
 
 
+def smatch_by_corpus(corpora: Sequence[str], predicted: Sequence[SimpleGraph], gold: Sequence[SimpleGraph]
+                     ) -> dict[str, dict[str, Any]]:
+    """Smatch (:func:`graph_smatch`) of the items of each corpus (``corpora[i]`` names item ``i``'s), in the order
+    the corpora first appear, and, with several corpora, ``"all"``: the pooled triples."""
+    out: dict[str, dict[str, Any]] = {}
+    for corpus in dict.fromkeys(corpora):
+        rows = [i for i, c in enumerate(corpora) if c == corpus]
+        out[corpus] = graph_smatch([predicted[i] for i in rows], [gold[i] for i in rows])
+    if len(out) > 1:
+        out["all"] = graph_smatch(predicted, gold)
+    return out
+
+
 def source_smatch(source: GraphSource, corpora: Sequence[str], split: str, data_dir: str | os.PathLike | None = None
                   ) -> dict[str, dict[str, Any]]:
-    """Per gold corpus (and, with several, ``"all"``: the pooled triples), the Smatch of ``source``'s graphs of
-    the sentences against the simplified gold graphs, with the number of sentences, the parse seconds and
-    sentences per second."""
+    """:func:`smatch_by_corpus` of ``source``'s graphs of the sentences of each gold corpus against the simplified
+    gold graphs, each corpus with its parse seconds and sentences per second."""
     from .amr_corpora import read_amr_corpus
     from .graphs import simplify
 
-    out: dict[str, dict[str, Any]] = {}
-    predicted_all: list[SimpleGraph] = []
-    gold_all: list[SimpleGraph] = []
+    names: list[str] = []
+    predicted: list[SimpleGraph] = []
+    gold: list[SimpleGraph] = []
+    speed: dict[str, dict[str, Any]] = {}
     for corpus in corpora:
         rows = list(read_amr_corpus(corpus, split, data_dir))
-        gold = [simplify(text, item=f"{corpus}/{split} {gid}") for gid, _, text in rows]
+        gold += [simplify(text, item=f"{corpus}/{split} {gid}") for gid, _, text in rows]
         began = time.perf_counter()
-        predicted = source.graphs([sentence for _, sentence, _ in rows])
+        predicted += source.graphs([sentence for _, sentence, _ in rows])
         seconds = time.perf_counter() - began
-        out[corpus] = {**graph_smatch(predicted, gold), "seconds": round(seconds, 2),
-                       "sentences_per_second": round(len(rows) / seconds, 1) if seconds > 0 else None}
-        predicted_all += predicted
-        gold_all += gold
-    if len(corpora) > 1:
-        out["all"] = graph_smatch(predicted_all, gold_all)
-    return out
+        names += [corpus] * len(rows)
+        speed[corpus] = {"seconds": round(seconds, 2),
+                         "sentences_per_second": round(len(rows) / seconds, 1) if seconds > 0 else None}
+    report = smatch_by_corpus(names, predicted, gold)
+    return {name: {**figures, **speed.get(name, {})} for name, figures in report.items()}

@@ -12,12 +12,14 @@ Steps:
 3. **Training** on the shared loop: AdamW, token cross-entropy of the output tokens and the end token. Validation
    every ``eval_every`` steps parses the dev sentences greedily: ``val_smatch`` (Smatch of simplified graphs against
    the gold ones, :func:`~.parser.graph_smatch`; the selection key) and ``val_loss``. The best model is kept in
-   ``best/``, in float16.
-4. **Report** (``summary.json``): the best checkpoint's Smatch per test corpus and pooled, and its parse speed.
+   ``best/``: what training changed, in float16 (loading takes the frozen encoder weights from their package).
+4. **Report** (``summary.json``): the best checkpoint's Smatch per dev and test corpus (pooled too, with several;
+   :func:`~.parser.smatch_by_corpus`), and its parse speed.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass
@@ -29,7 +31,7 @@ import torch
 from ...training import (
     TrainingArguments,
     device_description,
-    save_half_checkpoint,
+    replace_checkpoint,
     shared_loop_arguments,
     shuffled_batches,
     stopped_summary,
@@ -40,7 +42,7 @@ from ...training import (
 from ...training.prepared import ensure_prepared, load_records, save_records, write_manifest
 from .graphs import SimpleGraph
 from .options import AmrParserTrainingOptions
-from .parser import ParserVocabulary, graph_smatch, lowercased, parse_sentences
+from .parser import ParserVocabulary, graph_smatch, lowercased, parse_sentences, smatch_by_corpus
 
 METRIC = "amr_parser"
 VOCABULARY_FILE = "vocabulary.json"
@@ -157,17 +159,6 @@ def token_loss(model, batcher: ParserBatcher, examples: list[ParserExample]) -> 
     return total / max(1, tokens)
 
 
-def smatch_report(examples: list[ParserExample], graphs: list[SimpleGraph]) -> dict[str, dict]:
-    """Smatch per corpus of ``examples`` and pooled (``"all"``)."""
-    gold = [SimpleGraph.from_json(e.graph) for e in examples]
-    report = {}
-    for corpus in dict.fromkeys(e.corpus for e in examples):
-        rows = [i for i, e in enumerate(examples) if e.corpus == corpus]
-        report[corpus] = graph_smatch([graphs[i] for i in rows], [gold[i] for i in rows])
-    report["all"] = graph_smatch(graphs, gold)
-    return report
-
-
 @with_torch_threads
 def run(opts: AmrParserTrainingOptions) -> dict:
     """Prepare (unless ``output_dir`` holds a prepared run) and train; returns a summary (also written to
@@ -217,7 +208,8 @@ def run(opts: AmrParserTrainingOptions) -> dict:
     )
     start = time.perf_counter()
     result = train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
-                   loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_half_checkpoint,
+                   loss_fn=loss_fn, evaluate_fn=evaluate_fn,
+                   save_best=functools.partial(replace_checkpoint, trainable_only=True, half=True),
                    selection_key="val_smatch", greater_is_better=True, resume=opts.resume, collate=collate,
                    learning_rate_of=learning_rate_of)
     train_seconds = time.perf_counter() - start
@@ -235,7 +227,8 @@ def run(opts: AmrParserTrainingOptions) -> dict:
         began = time.perf_counter()
         graphs = parse(best, batcher, [e.sentence for e in sets[split]])
         seconds = time.perf_counter() - began
-        reports[f"{split}_smatch"] = smatch_report(sets[split], graphs)
+        reports[f"{split}_smatch"] = smatch_by_corpus([e.corpus for e in sets[split]], graphs,
+                                                       [SimpleGraph.from_json(e.graph) for e in sets[split]])
         reports[f"{split}_sentences_per_second"] = round(len(graphs) / seconds, 1)
     summary = {
         "finished": True, "examples": {split: len(v) for split, v in sets.items()},
