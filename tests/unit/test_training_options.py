@@ -236,6 +236,30 @@ def test_training_device():
         training_device("cuda1")
 
 
+def test_start_run_looks_up_the_device_before_preparing(tmp_path):
+    from dialeval.training.prepared import start_run
+
+    calls = []
+
+    class Options:  # the fields start_run reads
+        output_dir, device, prepare_only = str(tmp_path), "cuda:1", False
+
+        def check(self):
+            calls.append("checked")
+
+    def prepare(opts):
+        calls.append("prepared")
+        return {"metric": "x"}
+
+    if torch.cuda.device_count() < 2:
+        with pytest.raises(DeviceUnavailable, match="'cuda:1'"):
+            start_run(Options(), metric="x", prepare=prepare)
+        assert calls == ["checked"]  # nothing prepared
+    only = Options()
+    only.prepare_only = True  # no device needed to prepare
+    assert start_run(only, metric="x", prepare=prepare) == {"metric": "x"} and calls[-2:] == ["checked", "prepared"]
+
+
 def _write_dailydialog(root: Path) -> Path:
     from test_pone import (
         _write_dailydialog as write,  # the tiny DailyDialog of the PONE tests (same folder)

@@ -36,10 +36,9 @@ from ...training import (
     shuffled_batches,
     stopped_summary,
     train,
-    training_device,
     with_torch_threads,
 )
-from ...training.prepared import ensure_prepared, load_records, save_records, write_manifest
+from ...training.prepared import load_records, save_records, start_run, write_manifest
 from .graphs import SimpleGraph
 from .options import AmrParserTrainingOptions
 from .parser import ParserVocabulary, graph_smatch, lowercased, parse_sentences, smatch_by_corpus
@@ -164,11 +163,8 @@ def run(opts: AmrParserTrainingOptions) -> dict:
     """Prepare (unless ``output_dir`` holds a prepared run) and train; returns a summary (also written to
     ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
     t0 = time.monotonic()
-    opts.check()
     out = Path(opts.output_dir)
-    if not opts.prepare_only:
-        training_device(opts.device)
-    manifest = ensure_prepared(opts, metric=METRIC, prepare=prepare)
+    manifest = start_run(opts, metric=METRIC, prepare=prepare)
     if opts.prepare_only:
         return {"prepared": True, **manifest}
     sets = {split: load_records(out / examples_file(split), lambda row: ParserExample(**row)) for split in SPLITS}

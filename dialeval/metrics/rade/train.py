@@ -39,10 +39,9 @@ from ...training import (
     shuffled_batches,
     stopped_summary,
     train,
-    training_device,
     with_torch_threads,
 )
-from ...training.prepared import ensure_prepared, write_manifest
+from ...training.prepared import start_run, write_manifest
 from .data import STAGE1_SOURCE, Example, load_examples, save_examples, stage1_examples, stage2_examples
 from .inputs import RadeInputBuilder, base_tokenizer
 from .losses import rade_loss
@@ -194,11 +193,8 @@ def run(opts: RadeTrainingOptions) -> dict:
     """Prepare (unless ``output_dir`` holds a prepared run) and train RADE; returns a summary (also written to
     ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
     t0 = time.monotonic()
-    opts.check()
     out = Path(opts.output_dir)
-    if not opts.prepare_only:
-        training_device(opts.device)  # a missing device is an error before any preparation
-    manifest = ensure_prepared(opts, metric=METRIC, prepare=prepare)
+    manifest = start_run(opts, metric=METRIC, prepare=prepare)
     if opts.prepare_only:
         return {"prepared": True, **manifest}
     sets = {split: load_examples(out / examples_file(split)) for split in splits_of(opts)}
