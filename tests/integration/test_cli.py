@@ -184,7 +184,7 @@ def test_options_a_scorer_passes_on_reach_its_graph_source(tmp_path):
     # amr_eval takes **graph_source_options: a KEY it does not name goes to the graph source, which names the folder
     res = runner.invoke(app, ["score", "--metric", "amr_eval", "--input", str(EXAMPLES), "--option",
                               "graph_source=parser", "--option", f"model_dir={tmp_path / 'nowhere'}"])
-    assert res.exit_code == 2 and "holds no config.json" in _unboxed(res.output), res.output
+    assert res.exit_code == 2 and "(no config.json, nor best/config.json)" in _unboxed(res.output), res.output
 
 
 def test_checkpoint_option_is_refused_for_metrics_without_checkpoints(tmp_path):
