@@ -309,16 +309,10 @@ def test_recipe_trains_reports_smatch_and_the_checkpoint_is_a_graph_source(tmp_p
     assert report["little_prince"]["f1"] == 1.0 and report["little_prince"]["n"] == 1
 
 
-def test_the_shipped_parser_is_the_default_parser_source():
-    """`dialeval train amr-parser` made the parser in the package; --graph-source parser needs nothing else."""
-    from dialeval.metrics.amr_eval.graph_sources import PARSER_CHECKPOINT_DIR
-    from dialeval.scoring.checkpoints import shipped_checkpoint
 
-    source = load_graph_source("parser")
-    assert source.model_dir == shipped_checkpoint(PARSER_CHECKPOINT_DIR, "dialeval train amr-parser")
-    assert load_graph_source("parser", model_dir="default").signature() == source.signature()
-    config = json.loads((source.model_dir / "config.json").read_text())
-    assert config["encoder_weights_in_checkpoint"] is False and config["model_type"] == "dialeval-amr-parser"
-    gid, sentence, text = GOLD[4]
-    parsed = source.graphs([sentence])
-    assert graph_smatch(parsed, [lowercased(simplify(text, gid))])["f1"] > 0.5
+def test_the_parser_source_needs_a_checkpoint_and_says_how_to_train_one():
+    """No parser ships with the package (the repository must stay small): asking for one without a folder is a
+    clear error naming the training command, never a fall back to another source."""
+    for options in ({}, {"model_dir": "default"}):
+        with pytest.raises(AmrParserUnavailable, match="needs model_dir: no parser ships.*dialeval train amr-parser"):
+            load_graph_source("parser", **options)

@@ -29,12 +29,11 @@ class AmrEvalTrainingOptions(TrainingOptions):
     graph_source: Literal["dependency", "amrlib", "parser", "penman"] = option(
         "dependency", help="Where the utterance graphs come from: 'dependency' (spaCy's parse reduced to content "
                            "words: not AMR, the stand-in that runs anywhere), 'amrlib' (an installed amrlib parse "
-                           "model, --amrlib-model-dir), 'parser' (the project's own AMR parser: the "
-                           "shipped one, or --parser-model-dir) or 'penman' (your graphs, --penman-files).")
+                           "model, --amrlib-model-dir), 'parser' (the project's own AMR parser, "
+                           "--parser-model-dir) or 'penman' (your graphs, --penman-files).")
     amrlib_model_dir: str | None = option(None, help="The amrlib parse model folder (--graph-source amrlib).")
     parser_model_dir: str | None = option(None, help="The parser checkpoint (--graph-source parser): a `dialeval "
-                                                     "train amr-parser` run folder or its best/; default: the "
-                                                     "parser shipped in the package.")
+                                                     "train amr-parser` run folder or its best/.")
     penman_files: str | None = option(None, help="Comma-separated PENMAN files with '# ::snt' lines covering every "
                                                  "utterance (--graph-source penman).")
     negatives: str = option("adversarial", help="Negative kinds trained on, comma-separated: adversarial (the "
@@ -74,6 +73,9 @@ class AmrEvalTrainingOptions(TrainingOptions):
                                        f"{self.negatives!r}")
         if self.graph_source == "amrlib" and not self.amrlib_model_dir:
             raise TrainingOptionsError("--graph-source amrlib needs --amrlib-model-dir")
+        if self.graph_source == "parser" and not self.parser_model_dir:
+            raise TrainingOptionsError("--graph-source parser needs --parser-model-dir (a `dialeval train amr-parser` "
+                                       "run; no parser ships with the package)")
         if self.graph_source == "penman" and not self.penman_files:
             raise TrainingOptionsError("--graph-source penman needs --penman-files")
         if self.use_gate and not self.use_graph:
