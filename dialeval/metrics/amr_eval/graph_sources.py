@@ -280,9 +280,9 @@ class DependencyGraphs(GraphSource):
 class ParserGraphs(GraphSource):
     """Graphs written by a parser checkpoint of ``dialeval train amr-parser``: ``model_dir`` is a checkpoint folder or
     a run folder (its ``best/``). No parser ships with the package (its 17 MB checkpoint would be the largest file of
-    the repository): train one, about 31 minutes on one CPU thread. Parsing is greedy, ``batch_size`` sentences at a time in length order (results in input order), on ``device`` (default:
-    CPU). An empty (or whitespace) text gets the empty graph. The checkpoint is loaded on the first :meth:`graphs`
-    call."""
+    the repository): train one, about 31 minutes on one CPU thread. Parsing is greedy, ``batch_size`` sentences at a
+    time in length order (results in input order), on ``device`` (default: CPU). An empty (or whitespace) text gets
+    the empty graph. The checkpoint is loaded on the first :meth:`graphs` call."""
 
     name = "parser"
 
