@@ -54,7 +54,7 @@ class FakeOpenAI:
     get HTTP 500, ``slow_first`` requests wait ``slow_s`` first, after ``succeed_at_most`` answers every request
     gets HTTP 503, ``echo_key_status`` answers that status with a message quoting the bearer token."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.lock = threading.Lock()
         self.bodies: list[dict] = []
         self.auth: list[str] = []
@@ -63,7 +63,7 @@ class FakeOpenAI:
         self.succeed_at_most: int | None = None
         self.echo_key_status: int | None = None
         self.successes = 0
-        self.port = 0
+        self.port = port
         self.start()
 
     @property
@@ -311,6 +311,75 @@ def test_a_crashed_run_resumes_requesting_only_what_is_missing(server, tmp_path)
     s_item = item("5", 0, slm_probability=0.9, context_graph=CONTEXT_GRAPH, response_graph=RESPONSE_GRAPH)
     assert structured.rate([s_item])[0].score == pytest.approx(5.0) and len(server.bodies) == 1
     assert structured.cache.path == j2.cache.path
+
+
+_SERVER_PROCESS = """
+import sys, threading
+sys.path.insert(0, sys.argv[1])
+from test_amr_judge import FakeOpenAI
+FakeOpenAI(port=int(sys.argv[2]))
+print("ready", flush=True)
+threading.Event().wait()
+"""
+
+
+def test_a_thousand_items_complete_with_the_server_killed_and_restarted_mid_run(tmp_path, monkeypatch):
+    """The issue's resilience goal: the server is a separate process, SIGKILLed once 300 answers are in the cache and
+    started again on the same port; the one run completes every item, in order, each answered and stored once."""
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    def start_server() -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", _SERVER_PROCESS, str(Path(__file__).parent), str(port)],
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        return proc
+
+    n = 1000
+    items = [item(str(i % 5 + 1), i) for i in range(n)]
+    first = start_server()
+    servers = [first]
+    j = LlmJudge(OpenAICompatibleBackend(f"http://127.0.0.1:{port}/v1", "judge-model", api_key_env=KEY_ENV,
+                                         timeout=5.0, max_retries=8),
+                 with_structure=False, cache_dir=tmp_path / "cache", concurrency=4, backoff_s=0.2, max_backoff_s=2.0)
+    killed = threading.Event()
+
+    def kill_then_restart() -> None:
+        while not j.cache.path.is_file() or len(j.cache.path.read_bytes().splitlines()) < 300:
+            time.sleep(0.01)
+        first.kill()
+        first.wait()
+        killed.set()
+        servers.append(start_server())
+
+    watcher = threading.Thread(target=kill_then_restart, daemon=True)
+    watcher.start()
+    try:
+        results = j.rate(items)
+        watcher.join(timeout=60)
+    finally:
+        for proc in servers:
+            proc.kill()
+            proc.wait()
+    assert killed.is_set() and len(servers) == 2
+    assert [r.index for r in results] == list(range(n))
+    assert [r.score for r in results] == [pytest.approx(i % 5 + 1) for i in range(n)]
+    assert all(r.error is None for r in results)
+    assert max(r.attempts for r in results) > 1  # some requests met the dead server and were retried
+    assert j.last_summary.requested == n and j.last_summary.failed == 0
+    rows = [json.loads(line) for line in j.cache.path.read_text().splitlines()]
+    assert len(rows) == n and all("text" in r for r in rows) and len({r["key"] for r in rows}) == n
+
+    again = LlmJudge(OpenAICompatibleBackend(f"http://127.0.0.1:{port}/v1", "judge-model", api_key_env=KEY_ENV),
+                     with_structure=False, cache_dir=tmp_path / "cache").rate(items)  # no server: all from the cache
+    assert all(r.cached for r in again) and [r.score for r in again] == [r.score for r in results]
 
 
 def test_timeouts_and_connection_errors_are_retried_then_recorded(server, tmp_path):
