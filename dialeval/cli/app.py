@@ -482,8 +482,8 @@ def scale_benchmark(
 @app.command("amr-smatch")
 def amr_smatch(
     graph_source: Annotated[str, typer.Option(help=(
-        "The graphs measured: dependency (the spaCy stand-in), parser (--model-dir: a `dialeval train "
-        "amr-parser` run or its best/), amrlib (--model-dir: an amrlib parse model)."))] = "dependency",
+        "The graphs measured: dependency (the spaCy stand-in), parser (the shipped parser, or --model-dir: a "
+        "`dialeval train amr-parser` run or its best/), amrlib (--model-dir: an amrlib parse model)."))] = "dependency",
     model_dir: Annotated[Optional[Path], typer.Option(help="The parser or amrlib model folder.")] = None,
     corpora: Annotated[str, typer.Option(help="Comma-separated gold AMR corpora: little_prince, massive_amr, bio."
                                          )] = "little_prince,massive_amr",

@@ -23,8 +23,8 @@ the context and the response as text and as graphs of their meaning (concepts an
 with a sigmoid gate and gives the probability that the response is appropriate. Optionally an LLM judge then rates
 the response from 1 to 5, reading that probability and the linearised graphs in its prompt. This implementation is
 dialeval's: the shipped SLM reads spaCy dependency parses (no pretrained AMR parser can be installed offline); the
-project's own small AMR parser (`dialeval train amr-parser`), an amrlib model or your own PENMAN graphs can be used
-instead, each with a SLM trained on its graphs (`dialeval train amr-eval` on DailyDialog++). See the card for measured
+project's own small AMR parser ships with the package, and an amrlib model or your own PENMAN graphs can be used
+too, each with a SLM trained on its graphs (`dialeval train amr-eval` on DailyDialog++). See the card for measured
 figures and departures.
 """
 

@@ -41,6 +41,14 @@ class AmrParserConfig(PretrainedConfig):
             (-1: all).
         max_source_length (`int`, *optional*, defaults to 96): word pieces of the sentence read.
         max_target_length (`int`, *optional*, defaults to 192): output tokens written at most.
+        lora_rank (`int`, *optional*, defaults to 0): 0 trains weights (the decoder whole, its cross-attention new,
+            and the top ``trainable_encoder_layers`` encoder layers). Above 0, every weight that comes from the
+            encoder package stays as it is and low-rank adapters of this rank train instead: on each projection of
+            the decoder (whose cross-attention then starts as a copy of the same layer's self-attention, so the
+            whole decoder is the package's) and of the top ``trainable_encoder_layers`` encoder layers. A
+            checkpoint then holds the adapters and the output layer only (about 1 MB).
+        lora_alpha (`float`, *optional*, defaults to 16.0): adapter scale numerator (the update is
+            ``(lora_alpha / lora_rank) * B A``).
         encoder_weights_in_checkpoint (`bool`, *optional*, defaults to `True`): written by `save_pretrained`.
             False when the checkpoint leaves out the frozen encoder weights, which loading takes from
             ``base_encoder``.
@@ -58,6 +66,8 @@ class AmrParserConfig(PretrainedConfig):
         trainable_encoder_layers: int = 2,
         max_source_length: int = 96,
         max_target_length: int = 192,
+        lora_rank: int = 0,
+        lora_alpha: float = 16.0,
         encoder_weights_in_checkpoint: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -73,6 +83,8 @@ class AmrParserConfig(PretrainedConfig):
             raise ValueError("piece_ids must be distinct")
         if int(decoder_layers) < 1:
             raise ValueError(f"decoder_layers must be >= 1, got {decoder_layers}")
+        if int(lora_rank) < 0:
+            raise ValueError(f"lora_rank must be >= 0, got {lora_rank}")
         self.encoder_config = ({k: copy.deepcopy(v) for k, v in encoder_config.items() if k not in _META_KEYS}
                                if encoder_config is not None else copy.deepcopy(MINILM_L6_ENCODER_CONFIG))
         self.base_encoder = base_encoder
@@ -82,6 +94,8 @@ class AmrParserConfig(PretrainedConfig):
         self.trainable_encoder_layers = int(trainable_encoder_layers)
         self.max_source_length = int(max_source_length)
         self.max_target_length = int(max_target_length)
+        self.lora_rank = int(lora_rank)
+        self.lora_alpha = float(lora_alpha)
         self.encoder_weights_in_checkpoint = bool(encoder_weights_in_checkpoint)
         super().__init__(**kwargs)
 

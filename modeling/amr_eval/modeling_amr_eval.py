@@ -76,6 +76,16 @@ class LoRALinear(nn.Linear):
         return super().forward(x) + nn.functional.linear(nn.functional.linear(x, self.lora_A), self.lora_B) * self.scale
 
 
+def init_adapter(module: nn.Module) -> None:
+    """A model's ``_init_weights`` addition for the adapters transformers' generic init does not know: a new adapter
+    leaves its layer unchanged."""
+    from transformers import initialization as init
+
+    if isinstance(module, LoRALinear):
+        init.kaiming_uniform_(module.lora_A, a=math.sqrt(5))
+        init.zeros_(module.lora_B)
+
+
 def top_layer_prefixes(encoder: BertModel, k: int) -> tuple[str, ...]:
     """Module-name prefixes (inside ``encoder``) of its top ``k`` layers (every layer for ``k < 0``)."""
     n = len(encoder.encoder.layer)
@@ -163,6 +173,11 @@ class SmallCheckpointMixin:
         """The weights a ``trainable_only`` checkpoint leaves out: those training does not change."""
         return self.frozen_names()
 
+    def base_weights(self) -> dict[str, torch.Tensor]:
+        """The weights the package gives this model, by parameter name (what loading fills a small checkpoint
+        from): the encoder's."""
+        return base_encoder_state_dict(self.config.base_encoder)
+
     def save_pretrained(self, save_directory, *args, trainable_only: bool = False, half: bool = False, **kwargs):
         """`PreTrainedModel.save_pretrained`, plus ``trainable_only`` (leave out :meth:`weights_from_base_encoder`,
         which loading fills from ``config.base_encoder``) and ``half`` (store float16; the config keeps float32)."""
@@ -194,7 +209,7 @@ class SmallCheckpointMixin:
             load_logger.removeFilter(held)
         missing = sorted(info.get("missing_keys") or ())
         if missing:
-            base = base_encoder_state_dict(model.config.base_encoder)
+            base = model.base_weights()
             params = dict(model.named_parameters())
             uncovered = [k for k in missing if k not in base or base[k].shape != params[k].shape]
             if uncovered:
@@ -218,13 +233,8 @@ class AmrEvalPreTrainedModel(PreTrainedModel):
     _supports_sdpa = True
 
     def _init_weights(self, module: nn.Module) -> None:
-        # transformers' generic init, plus the adapters it does not know (a new adapter leaves its layer unchanged)
-        from transformers import initialization as init
-
         super()._init_weights(module)
-        if isinstance(module, LoRALinear):
-            init.kaiming_uniform_(module.lora_A, a=math.sqrt(5))
-            init.zeros_(module.lora_B)
+        init_adapter(module)
 
 
 class AmrEvalModel(SmallCheckpointMixin, AmrEvalPreTrainedModel):
@@ -361,4 +371,5 @@ class AmrEvalModel(SmallCheckpointMixin, AmrEvalPreTrainedModel):
 AmrEvalModel.register_for_auto_class("AutoModel")
 
 __all__ = ["ADAPTED_PROJECTIONS", "AmrEvalModel", "AmrEvalOutput", "AmrEvalPreTrainedModel", "GraphLayer",
-           "LoRALinear", "SmallCheckpointMixin", "add_adapters", "base_encoder_state_dict", "top_layer_prefixes"]
+           "LoRALinear", "SmallCheckpointMixin", "add_adapters", "base_encoder_state_dict", "init_adapter",
+           "top_layer_prefixes"]

@@ -4,7 +4,9 @@ This file is flat on purpose (no import of ``dialeval``): it travels next to a c
 ``AutoModel.from_pretrained(path_or_repo, trust_remote_code=True)``.
 
 An encoder-decoder warm-started from the bundled sentence encoder: the encoder reads the sentence; a decoder of the
-same architecture (its first layers, plus new cross-attention) writes the graph's tokens (`AmrParserConfig`). Word
+same architecture (its first layers, plus cross-attention) writes the graph's tokens (`AmrParserConfig`). It trains
+either weights (cross-attention new) or, with ``config.lora_rank``, low-rank adapters over the package's weights
+(cross-attention a copy of self-attention), which makes a checkpoint of about 1 MB. Word
 pieces reuse the encoder's frozen word embeddings on both sides of the decoder, so the output layer costs the pieces
 the parser can write, not the encoder's whole vocabulary. Turning tokens back into a graph is the library's business
 (``dialeval.metrics.amr_eval.parser``); the model only scores and writes token ids.
@@ -20,11 +22,35 @@ from transformers import BertModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_amr_parser import AmrParserConfig
-from .modeling_amr_eval import SmallCheckpointMixin, base_encoder_state_dict, top_layer_prefixes
+from .modeling_amr_eval import (
+    SmallCheckpointMixin,
+    add_adapters,
+    base_encoder_state_dict,
+    init_adapter,
+    top_layer_prefixes,
+)
 
 PAD_ID, BOS_ID, EOS_ID = 0, 1, 2
 _ENCODER_PREFIX = "encoder."
 _DECODER_PREFIX = "decoder."
+_ADAPTER_PREFIX = "lora_"
+
+
+def warm_start_weights(config: AmrParserConfig) -> dict[str, torch.Tensor]:
+    """What the package ``config.base_encoder`` gives a new parser, by parameter name: the encoder whole; the
+    decoder's position and type embeddings and its layers from the encoder's first ``config.decoder_layers``; with
+    adapters (``config.lora_rank > 0``) also each decoder layer's cross-attention, a copy of its self-attention."""
+    base = base_encoder_state_dict(config.base_encoder)
+    weights = dict(base)
+    for key, tensor in base.items():
+        name = key[len(_ENCODER_PREFIX):]
+        if name.startswith("embeddings.") and "word_embeddings" not in name:
+            weights[_DECODER_PREFIX + name] = tensor
+        elif name.startswith("encoder.layer.") and int(name.split(".")[2]) < config.decoder_layers:
+            weights[_DECODER_PREFIX + name] = tensor
+            if config.lora_rank > 0 and ".attention." in name:
+                weights[_DECODER_PREFIX + name.replace(".attention.", ".crossattention.")] = tensor
+    return weights
 
 
 @dataclass
@@ -42,6 +68,10 @@ class AmrParserPreTrainedModel(PreTrainedModel):
     main_input_name = "input_ids"
     _supports_sdpa = True
 
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        init_adapter(module)
+
 
 class AmrParserModel(SmallCheckpointMixin, AmrParserPreTrainedModel):
     """Encoder -> memory; decoder over the output tokens so far -> the next token (see the module docstring).
@@ -54,6 +84,9 @@ class AmrParserModel(SmallCheckpointMixin, AmrParserPreTrainedModel):
         super().__init__(config)
         self.encoder = BertModel(config.get_encoder_config(), add_pooling_layer=False)
         self.decoder = BertModel(config.get_decoder_config(), add_pooling_layer=False)
+        if config.lora_rank > 0:
+            add_adapters(self.encoder, config.trainable_encoder_layers, config.lora_rank, config.lora_alpha)
+            add_adapters(self.decoder, -1, config.lora_rank, config.lora_alpha)
         hidden = config.encoder_config["hidden_size"]
         self.special_embeddings = nn.Embedding(len(config.special_tokens), hidden)
         self.head_transform = nn.Sequential(nn.Linear(hidden, hidden), nn.GELU(),
@@ -135,9 +168,13 @@ class AmrParserModel(SmallCheckpointMixin, AmrParserPreTrainedModel):
     def frozen_names(self) -> set[str]:
         """Parameters that training leaves as they are: the encoder's embeddings (also the pieces' output
         embeddings) and its layers below the top ``config.trainable_encoder_layers`` (none with -1), and the
-        decoder's unused one-row word-embedding table."""
+        decoder's unused one-row word-embedding table; with adapters, every encoder and decoder weight but the
+        adapters."""
         names = {name for name, _ in self.named_parameters()}
         frozen = {_DECODER_PREFIX + "embeddings.word_embeddings.weight"}
+        if self.config.lora_rank > 0:
+            return frozen | {n for n in names if n.startswith((_ENCODER_PREFIX, _DECODER_PREFIX))
+                             and not n.rpartition(".")[2].startswith(_ADAPTER_PREFIX)}
         encoder = {n for n in names if n.startswith(_ENCODER_PREFIX)}
         if self.config.trainable_encoder_layers < 0:
             return frozen | {n for n in encoder if n.startswith(_ENCODER_PREFIX + "embeddings.")}
@@ -149,32 +186,26 @@ class AmrParserModel(SmallCheckpointMixin, AmrParserPreTrainedModel):
         for name, param in self.named_parameters():
             param.requires_grad_(name not in frozen)
 
+    def base_weights(self) -> dict[str, torch.Tensor]:
+        return warm_start_weights(self.config)
+
     def weights_from_base_encoder(self) -> set[str]:
-        """What a ``trainable_only`` checkpoint leaves out: the frozen encoder weights. (The decoder's one-row table is
-        frozen too but not the package's, so it is saved: 384 numbers.)"""
-        return {n for n in self.frozen_names() if n.startswith(_ENCODER_PREFIX)}
+        """What a ``trainable_only`` checkpoint leaves out: the frozen weights that come from the package (all but the
+        decoder's one-row table, which is frozen but not the package's, so it is saved: 384 numbers)."""
+        from_package = set(self.base_weights())
+        return {n for n in self.frozen_names() if n in from_package}
 
     @classmethod
     def from_base_encoder(cls, config: AmrParserConfig, special_pieces: list[list[int]] | None = None
                           ) -> AmrParserModel:
-        """A new parser warm-started from the package ``config.base_encoder``: the encoder whole; the decoder's
-        position and type embeddings and its layers from the encoder's first ``decoder_layers`` layers
-        (cross-attention new). ``special_pieces[k]``, when given and non-empty, are encoder-vocabulary ids whose
-        mean word embedding starts special token ``k`` (``:arg0`` from the pieces of ``arg0``)."""
+        """A new parser warm-started from the package ``config.base_encoder`` (:func:`warm_start_weights`; without
+        adapters the cross-attention is new). ``special_pieces[k]``, when given and non-empty, are encoder-vocabulary
+        ids whose mean word embedding starts special token ``k`` (``:arg0`` from the pieces of ``arg0``)."""
         model = cls(config)
-        base = base_encoder_state_dict(config.base_encoder)
-        weights = dict(base)
-        for key, tensor in base.items():
-            name = key[len(_ENCODER_PREFIX):]
-            if name.startswith("embeddings.") and "word_embeddings" not in name:
-                weights[_DECODER_PREFIX + name] = tensor
-            elif name.startswith("encoder.layer."):
-                layer = int(name.split(".")[2])
-                if layer < config.decoder_layers:
-                    weights[_DECODER_PREFIX + name] = tensor
-        missing, unexpected = model.load_state_dict(weights, strict=False)
+        missing, unexpected = model.load_state_dict(warm_start_weights(config), strict=False)
         new = ("special_embeddings.", "head_transform.", "output_bias", _DECODER_PREFIX + "embeddings.word_embeddings.")
-        wrong = [k for k in missing if not k.startswith(new) and ".crossattention." not in k]
+        wrong = [k for k in missing if not k.startswith(new) and not k.rpartition(".")[2].startswith(_ADAPTER_PREFIX)
+                 and (config.lora_rank > 0 or ".crossattention." not in k)]
         if wrong or unexpected:
             raise ValueError(f"{config.base_encoder} does not fit the configured parser: missing {wrong[:5]}, "
                              f"unexpected {list(unexpected)[:5]}")
@@ -189,4 +220,5 @@ class AmrParserModel(SmallCheckpointMixin, AmrParserPreTrainedModel):
 
 AmrParserModel.register_for_auto_class("AutoModel")
 
-__all__ = ["BOS_ID", "EOS_ID", "PAD_ID", "AmrParserModel", "AmrParserOutput", "AmrParserPreTrainedModel"]
+__all__ = ["BOS_ID", "EOS_ID", "PAD_ID", "AmrParserModel", "AmrParserOutput", "AmrParserPreTrainedModel",
+           "warm_start_weights"]

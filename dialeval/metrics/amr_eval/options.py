@@ -29,11 +29,12 @@ class AmrEvalTrainingOptions(TrainingOptions):
     graph_source: Literal["dependency", "amrlib", "parser", "penman"] = option(
         "dependency", help="Where the utterance graphs come from: 'dependency' (spaCy's parse reduced to content "
                            "words: not AMR, the stand-in that runs anywhere), 'amrlib' (an installed amrlib parse "
-                           "model, --amrlib-model-dir), 'parser' (the project's own AMR parser, "
-                           "--parser-model-dir) or 'penman' (your graphs, --penman-files).")
+                           "model, --amrlib-model-dir), 'parser' (the project's own AMR parser: the "
+                           "shipped one, or --parser-model-dir) or 'penman' (your graphs, --penman-files).")
     amrlib_model_dir: str | None = option(None, help="The amrlib parse model folder (--graph-source amrlib).")
     parser_model_dir: str | None = option(None, help="The parser checkpoint (--graph-source parser): a `dialeval "
-                                                     "train amr-parser` run folder or its best/.")
+                                                     "train amr-parser` run folder or its best/; default: the "
+                                                     "parser shipped in the package.")
     penman_files: str | None = option(None, help="Comma-separated PENMAN files with '# ::snt' lines covering every "
                                                  "utterance (--graph-source penman).")
     negatives: str = option("adversarial", help="Negative kinds trained on, comma-separated: adversarial (the "
@@ -73,9 +74,6 @@ class AmrEvalTrainingOptions(TrainingOptions):
                                        f"{self.negatives!r}")
         if self.graph_source == "amrlib" and not self.amrlib_model_dir:
             raise TrainingOptionsError("--graph-source amrlib needs --amrlib-model-dir")
-        if self.graph_source == "parser" and not self.parser_model_dir:
-            raise TrainingOptionsError("--graph-source parser needs --parser-model-dir (a `dialeval train amr-parser` "
-                                       "run; no parser ships with the package)")
         if self.graph_source == "penman" and not self.penman_files:
             raise TrainingOptionsError("--graph-source penman needs --penman-files")
         if self.use_gate and not self.use_graph:
@@ -113,6 +111,13 @@ class AmrParserTrainingOptions(TrainingOptions):
                                                             "a parser trained on it is non-commercial).")
     decoder_layers: int = option(2, min=1, help="Decoder layers (warm-started from the encoder's first).")
     trainable_encoder_layers: int = option(2, min=-1, help="Top encoder layers trained (-1: all).")
+    lora_rank: int = option(0, min=0, help="0: train the weights (a checkpoint of about 17 MB). Above 0: keep every "
+                                           "weight of the encoder package frozen and train low-rank adapters of "
+                                           "this rank on the decoder (cross-attention starts as a copy of "
+                                           "self-attention) and the top --trainable-encoder-layers encoder layers "
+                                           "(a checkpoint of about 1 MB).")
+    lora_alpha: float = option(16.0, min=0, help="Adapter scale numerator (the update is (alpha / rank) B A).")
+    adapter_learning_rate: float = option(1e-3, min=0, help="AdamW learning rate of the low-rank adapters.")
     max_source_length: int = option(96, min=8, help="Word pieces of a sentence read.")
     max_target_length: int = option(192, min=16, help="Output tokens of a graph (longer training targets are cut).")
 

@@ -8,7 +8,8 @@ Steps:
 2. **Model**: ``AmrParserModel.from_base_encoder`` with the bundled MiniLM (``--decoder-layers`` decoder layers
    warm-started from its first layers, cross-attention new); each relation token starts as the mean embedding of
    its word pieces. The top ``--trainable-encoder-layers`` encoder layers train at ``--learning-rate``, the decoder
-   and output layer at ``--head-learning-rate``.
+   and output layer at ``--head-learning-rate``. With ``--lora-rank`` the package's weights stay frozen and
+   low-rank adapters train instead, at ``--adapter-learning-rate`` (`AmrParserConfig`).
 3. **Training** on the shared loop: AdamW, token cross-entropy of the output tokens and the end token. Validation
    every ``eval_every`` steps parses the dev sentences greedily: ``val_smatch`` (Smatch of simplified graphs against
    the gold ones, :func:`~.parser.graph_smatch`; the selection key) and ``val_loss``. The best model is kept in
@@ -98,7 +99,8 @@ def build_model(opts: AmrParserTrainingOptions, special_tokens: list[str], piece
     from ...modeling.amr_eval import AmrParserConfig, AmrParserModel
 
     config = AmrParserConfig(special_tokens=special_tokens, piece_ids=piece_ids, decoder_layers=opts.decoder_layers,
-                             trainable_encoder_layers=opts.trainable_encoder_layers,
+                             trainable_encoder_layers=opts.trainable_encoder_layers, lora_rank=opts.lora_rank,
+                             lora_alpha=opts.lora_alpha,
                              max_source_length=opts.max_source_length, max_target_length=opts.max_target_length)
     # a relation token starts where its word pieces are (":arg0-of" from "arg0-of"); the rest start at random
     starts = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(t[1:])) if t.startswith(":") else []
@@ -193,6 +195,8 @@ def run(opts: AmrParserTrainingOptions) -> dict:
         return {"val_smatch": float(smatch["f1"]), "val_loss": token_loss(model, batcher, dev)}
 
     def learning_rate_of(name: str) -> float:
+        if name.rpartition(".")[2].startswith("lora_"):
+            return opts.adapter_learning_rate
         return opts.learning_rate if name.startswith("encoder.") else opts.head_learning_rate
 
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation

@@ -10,8 +10,9 @@ baseline) the dialogue and the response only. The SLM probabilities are then in 
 the judge could not rate stops the call with :class:`JudgeFailed`; the answers already received stay in the
 judge's cache, so running the same call again requests only the missing ones.
 
-Graphs come from a graph source (:mod:`.graph_sources`), chosen explicitly: by default the kind the checkpoint was
-trained on (``config.graph_source``) when it needs no options (the spaCy dependency stand-in); otherwise pass
+Graphs come from a graph source (:mod:`.graph_sources`), chosen explicitly: by default the one the checkpoint was
+trained on (``config.graph_source``) when it needs no options (the spaCy dependency stand-in, or the shipped parser
+when the checkpoint's signature names it); otherwise pass
 ``graph_source=`` (``"amrlib"`` with ``model_dir=``, ``"penman"`` with ``files=``, or a `GraphSource`). A source of
 another kind than the training one is allowed, and both are named in the signature. Graphs are cached per
 utterance on disk (:class:`~.graph_cache.CachedGraphs`): ``metadata`` reports the distinct utterances of the call
@@ -74,10 +75,7 @@ class AmrEvalScorer(LearnedScorer):
         if cfg.use_graph:
             trained_on = source_kind(cfg.graph_source)
             if graph_source is None:
-                if trained_on != "dependency" or graph_source_options:
-                    raise InputError(f"checkpoint {self.checkpoint} was trained on graphs from {cfg.graph_source!r}: "
-                                     "pass graph_source= (and its options, e.g. model_dir= for amrlib)")
-                graph_source = "dependency"
+                graph_source = self._training_source(trained_on, graph_source_options)
             source = (graph_source if isinstance(graph_source, GraphSource)
                       else load_graph_source(graph_source, **graph_source_options))
             self.graphs = CachedGraphs(source) if graph_cache else source
@@ -86,6 +84,19 @@ class AmrEvalScorer(LearnedScorer):
         self._last: dict[str, Any] = {}
         self.judge: LlmJudge | None = None
         self.use_judge(judge, structure=judge_structure, cache_dir=judge_cache_dir)
+
+    def _training_source(self, trained_on: str, options: dict[str, Any]) -> GraphSource | str:
+        """The graph source a checkpoint was trained on, when it needs no options: the dependency stand-in, or the
+        shipped parser when that is the parser it was trained with."""
+        signature = self.model.config.graph_source
+        if not options and trained_on == "dependency":
+            return "dependency"
+        if not options and trained_on == "parser":
+            shipped = load_graph_source("parser")
+            if shipped.signature() == signature:
+                return shipped
+        raise InputError(f"checkpoint {self.checkpoint} was trained on graphs from {signature!r}: pass "
+                         "graph_source= (and its options, e.g. model_dir= for amrlib or for another parser)")
 
     def use_judge(self, judge: LlmJudge | str | None, *, structure: bool | None = None,
                   cache_dir: str | os.PathLike | None = None) -> None:
