@@ -280,7 +280,7 @@ class DependencyGraphs(GraphSource):
 
 class ParserGraphs(GraphSource):
     """Graphs written by a parser checkpoint of ``dialeval train amr-parser``: ``model_dir`` is the parser shipped in
-    the package when None or ``"default"`` (adapters over the bundled encoder, 1 MB), else a checkpoint folder or a
+    the package when None or ``"default"`` (adapters over the bundled encoder, 1.1 MB), else a checkpoint folder or a
     run folder (its ``best/``). Parsing is greedy, ``batch_size`` sentences at a time in length order (results in
     input order), on ``device`` (default: CPU). An empty (or whitespace) text gets the empty graph. The checkpoint is
     loaded on the first :meth:`graphs` call."""
