@@ -209,9 +209,9 @@ class SmallCheckpointMixin:
             load_logger.removeFilter(held)
         missing = sorted(info.get("missing_keys") or ())
         if missing:
-            base = model.base_weights()
+            base, fillable = model.base_weights(), model.weights_from_base_encoder()
             params = dict(model.named_parameters())
-            uncovered = [k for k in missing if k not in base or base[k].shape != params[k].shape]
+            uncovered = [k for k in missing if k not in fillable or k not in base or base[k].shape != params[k].shape]
             if uncovered:
                 raise ValueError(f"checkpoint {pretrained_model_name_or_path} lacks {len(uncovered)} weight(s) that "
                                  f"{model.config.base_encoder!r} does not provide: {uncovered[:10]}")

@@ -187,6 +187,7 @@ class AmrParserModel(SmallCheckpointMixin, AmrParserPreTrainedModel):
             param.requires_grad_(name not in frozen)
 
     def base_weights(self) -> dict[str, torch.Tensor]:
+        """The package's weights for this parser: its warm start (:func:`warm_start_weights`)."""
         return warm_start_weights(self.config)
 
     def weights_from_base_encoder(self) -> set[str]:

@@ -296,6 +296,13 @@ def test_adapter_parser_is_the_package_at_start_and_its_checkpoint_holds_what_tr
     """, tmp_path / "ckpt", tmp_path / "inputs.pt", cwd=tmp_path)
     assert remote["dialeval_loaded"] == [] and remote["ids"] == ids
 
+    from safetensors.torch import save_file
+
+    for dropped in ("decoder.encoder.layer.0.crossattention.self.key.lora_A", "output_bias"):  # trained weights
+        save_file({k: v for k, v in stored.items() if k != dropped}, str(tmp_path / "ckpt" / "model.safetensors"))
+        with pytest.raises(ValueError, match=f"lacks 1 weight.*{dropped}"):
+            AmrParserModel.from_pretrained(tmp_path / "ckpt")
+
 
 def write_little_prince(root: Path, graphs: dict[str, list[tuple[str, str, str]]]) -> Path:
     """A data directory with the three Little Prince files ``read_amr_corpus`` reads (the v3.0 file holds every
