@@ -191,10 +191,9 @@ class AmrParserModel(SmallCheckpointMixin, AmrParserPreTrainedModel):
         return warm_start_weights(self.config)
 
     def weights_from_base_encoder(self) -> set[str]:
-        """What a ``trainable_only`` checkpoint leaves out: the frozen weights that come from the package (all but the
-        decoder's one-row table, which is frozen but not the package's, so it is saved: 384 numbers)."""
-        from_package = set(self.base_weights())
-        return {n for n in self.frozen_names() if n in from_package}
+        """What a ``trainable_only`` checkpoint leaves out: the frozen weights, which all come from the package
+        (:meth:`base_weights`) but the decoder's one-row table, which is saved (384 numbers)."""
+        return self.frozen_names() - {_DECODER_PREFIX + "embeddings.word_embeddings.weight"}
 
     @classmethod
     def from_base_encoder(cls, config: AmrParserConfig, special_pieces: list[list[int]] | None = None
