@@ -384,8 +384,8 @@ def test_recipe_trains_reports_smatch_and_the_checkpoint_is_a_graph_source(tmp_p
 
 def test_the_shipped_parser_is_the_default_parser_source():
     """`dialeval train amr-parser --lora-rank 8 --trainable-encoder-layers 4` made the parser in the package
-    (adapters over the bundled encoder);
-    --graph-source parser needs nothing else, and it parses the six sentences above better than chance by far."""
+    (adapters over the bundled encoder); --graph-source parser needs nothing else, and it parses the six sentences
+    above better than chance by far."""
     from dialeval.metrics.amr_eval.graph_sources import PARSER_CHECKPOINT_DIR
     from dialeval.scoring.checkpoints import shipped_checkpoint
 
