@@ -10,7 +10,13 @@ from transformers import AutoConfig, AutoModel
 
 from .configuration_amr_eval import MINILM_L6_ENCODER_CONFIG, AmrEvalConfig
 from .configuration_amr_parser import CONTROL_TOKENS, AmrParserConfig
-from .modeling_amr_eval import AmrEvalModel, AmrEvalOutput, AmrEvalPreTrainedModel, base_encoder_state_dict
+from .modeling_amr_eval import (
+    AmrEvalModel,
+    AmrEvalOutput,
+    AmrEvalPreTrainedModel,
+    base_encoder_state_dict,
+    is_adapter_weight,
+)
 from .modeling_amr_parser import BOS_ID, EOS_ID, PAD_ID, AmrParserModel, AmrParserOutput, warm_start_weights
 
 AutoConfig.register(AmrEvalConfig.model_type, AmrEvalConfig, exist_ok=True)
@@ -20,4 +26,4 @@ AutoModel.register(AmrParserConfig, AmrParserModel, exist_ok=True)
 
 __all__ = ["BOS_ID", "CONTROL_TOKENS", "EOS_ID", "MINILM_L6_ENCODER_CONFIG", "PAD_ID", "AmrEvalConfig", "AmrEvalModel",
            "AmrEvalOutput", "AmrEvalPreTrainedModel", "AmrParserConfig", "AmrParserModel", "AmrParserOutput",
-           "base_encoder_state_dict", "warm_start_weights"]
+           "base_encoder_state_dict", "is_adapter_weight", "warm_start_weights"]

@@ -76,6 +76,11 @@ class LoRALinear(nn.Linear):
         return super().forward(x) + nn.functional.linear(nn.functional.linear(x, self.lora_A), self.lora_B) * self.scale
 
 
+def is_adapter_weight(name: str) -> bool:
+    """Whether parameter ``name`` belongs to a :class:`LoRALinear`'s low-rank update (``lora_A`` / ``lora_B``)."""
+    return name.rpartition(".")[2].startswith(_ADAPTER_PREFIX)
+
+
 def init_adapter(module: nn.Module) -> None:
     """A model's ``_init_weights`` addition for the adapters transformers' generic init does not know: a new adapter
     leaves its layer unchanged."""
@@ -346,7 +351,7 @@ class AmrEvalModel(SmallCheckpointMixin, AmrEvalPreTrainedModel):
         vectors read the encoder's word embeddings, which stay frozen.)"""
         encoder_names = [name for name, _ in self.named_parameters() if name.startswith(_ENCODER_PREFIX)]
         if self.config.lora_rank > 0:
-            return {name for name in encoder_names if not name.rpartition(".")[2].startswith(_ADAPTER_PREFIX)}
+            return {name for name in encoder_names if not is_adapter_weight(name)}
         top = tuple(_ENCODER_PREFIX + p for p in top_layer_prefixes(self.encoder, self.config.trainable_encoder_layers))
         return {name for name in encoder_names if not name.startswith(top)}
 
@@ -361,7 +366,7 @@ class AmrEvalModel(SmallCheckpointMixin, AmrEvalPreTrainedModel):
         model = cls(config)
         missing, unexpected = model.load_state_dict(base_encoder_state_dict(config.base_encoder), strict=False)
         wrong = [k for k in missing if k.startswith(_ENCODER_PREFIX)
-                 and not k.rpartition(".")[2].startswith(_ADAPTER_PREFIX)]
+                 and not is_adapter_weight(k)]
         if wrong or unexpected:
             raise ValueError(f"{config.base_encoder} does not fit the configured encoder: missing {wrong[:5]}, "
                              f"unexpected {list(unexpected)[:5]}")
@@ -372,4 +377,4 @@ AmrEvalModel.register_for_auto_class("AutoModel")
 
 __all__ = ["ADAPTED_PROJECTIONS", "AmrEvalModel", "AmrEvalOutput", "AmrEvalPreTrainedModel", "GraphLayer",
            "LoRALinear", "SmallCheckpointMixin", "add_adapters", "base_encoder_state_dict", "init_adapter",
-           "top_layer_prefixes"]
+           "is_adapter_weight", "top_layer_prefixes"]

@@ -27,13 +27,13 @@ from .modeling_amr_eval import (
     add_adapters,
     base_encoder_state_dict,
     init_adapter,
+    is_adapter_weight,
     top_layer_prefixes,
 )
 
 PAD_ID, BOS_ID, EOS_ID = 0, 1, 2
 _ENCODER_PREFIX = "encoder."
 _DECODER_PREFIX = "decoder."
-_ADAPTER_PREFIX = "lora_"
 
 
 def warm_start_weights(config: AmrParserConfig) -> dict[str, torch.Tensor]:
@@ -174,7 +174,7 @@ class AmrParserModel(SmallCheckpointMixin, AmrParserPreTrainedModel):
         frozen = {_DECODER_PREFIX + "embeddings.word_embeddings.weight"}
         if self.config.lora_rank > 0:
             return frozen | {n for n in names if n.startswith((_ENCODER_PREFIX, _DECODER_PREFIX))
-                             and not n.rpartition(".")[2].startswith(_ADAPTER_PREFIX)}
+                             and not is_adapter_weight(n)}
         encoder = {n for n in names if n.startswith(_ENCODER_PREFIX)}
         if self.config.trainable_encoder_layers < 0:
             return frozen | {n for n in encoder if n.startswith(_ENCODER_PREFIX + "embeddings.")}
@@ -204,7 +204,7 @@ class AmrParserModel(SmallCheckpointMixin, AmrParserPreTrainedModel):
         model = cls(config)
         missing, unexpected = model.load_state_dict(warm_start_weights(config), strict=False)
         new = ("special_embeddings.", "head_transform.", "output_bias", _DECODER_PREFIX + "embeddings.word_embeddings.")
-        wrong = [k for k in missing if not k.startswith(new) and not k.rpartition(".")[2].startswith(_ADAPTER_PREFIX)
+        wrong = [k for k in missing if not k.startswith(new) and not is_adapter_weight(k)
                  and (config.lora_rank > 0 or ".crossattention." not in k)]
         if wrong or unexpected:
             raise ValueError(f"{config.base_encoder} does not fit the configured parser: missing {wrong[:5]}, "

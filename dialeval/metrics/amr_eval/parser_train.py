@@ -194,8 +194,10 @@ def run(opts: AmrParserTrainingOptions) -> dict:
         smatch = graph_smatch(graphs, [SimpleGraph.from_json(e.graph) for e in dev])
         return {"val_smatch": float(smatch["f1"]), "val_loss": token_loss(model, batcher, dev)}
 
+    from ...modeling.amr_eval import is_adapter_weight
+
     def learning_rate_of(name: str) -> float:
-        if name.rpartition(".")[2].startswith("lora_"):
+        if is_adapter_weight(name):
             return opts.adapter_learning_rate
         return opts.learning_rate if name.startswith("encoder.") else opts.head_learning_rate
 

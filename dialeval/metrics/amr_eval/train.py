@@ -265,10 +265,12 @@ def run(opts: AmrEvalTrainingOptions) -> dict:
     def save_best(model, path: Path) -> None:
         replace_checkpoint(model, path, trainable_only=True, half=True)
 
+    from ...modeling.amr_eval import is_adapter_weight
+
     def learning_rate_of(name: str) -> float:
         if not name.startswith("encoder."):
             return opts.head_learning_rate
-        return opts.adapter_learning_rate if name.rpartition(".")[2].startswith("lora_") else opts.learning_rate
+        return opts.adapter_learning_rate if is_adapter_weight(name) else opts.learning_rate
 
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation
     args = TrainingArguments(
