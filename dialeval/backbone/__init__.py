@@ -2,7 +2,8 @@
 passes), length-sorted batching with the input order restored, device resolution, progress bars, and the on-disk
 embedding store used by training."""
 
-from .batching import length_sorted_batches, progress, resolve_device
+from .batching import length_sorted_batches, progress
+from .device import resolve_device
 from .encoder import (
     DEFAULT_ENCODER,
     DEFAULT_ENCODER_PACKAGE,

@@ -1,4 +1,4 @@
-"""Batching helpers shared by every metric: length-sorted batches, device resolution, progress bars.
+"""Batching helpers shared by every metric: length-sorted batches, fixed-shape forward chunks, progress bars.
 
 Batches are built from *sorted* lengths and never mix token lengths when ``same_length=True``: a batch without
 padding computes each row exactly as it would alone, so a text's embedding (and any score built from it) is
@@ -7,10 +7,8 @@ bit-identical whatever the batch size. Callers always restore the input order fr
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Sequence
 
-import torch
 from tqdm.auto import tqdm
 
 # By default a progress bar appears (on stderr) once a job has run this many seconds: short calls print nothing,
@@ -38,25 +36,6 @@ def length_sorted_batches(
         else:
             batches.append([i])
     return batches
-
-
-def process_state():
-    """Accelerate's ``PartialState``: which process this is, of how many, and its device.
-
-    Under ``accelerate launch`` / ``torchrun`` on a machine without GPUs the processes talk over gloo, which
-    Accelerate only sets up when asked for the CPU; everywhere else this is Accelerate's own choice.
-    """
-    from accelerate import PartialState
-
-    launched = int(os.environ.get("WORLD_SIZE", "1")) > 1
-    return PartialState(cpu=launched and not torch.cuda.is_available())
-
-
-def resolve_device(device: str | torch.device | None = None) -> torch.device:
-    """An explicit ``device`` wins; otherwise Accelerate picks (this process's GPU, mps, xpu... or cpu)."""
-    if device is not None:
-        return torch.device(device)
-    return process_state().device
 
 
 def progress(iterable: Iterable, *, total: int, enabled: bool | None, desc: str):

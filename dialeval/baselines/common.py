@@ -78,25 +78,16 @@ class EncoderScorer(Scorer):
             self._encoder.to(device)
         return self
 
+    def compute_device(self) -> torch.device:
+        return self.encoder.device
+
     def fingerprint(self) -> dict[str, str]:
         enc = self.encoder
         return {"encoder": encoder_label(enc), "encoder_sha256": enc.fingerprint, "max_length": str(enc.max_length)}
 
     def count_truncated(self, texts: list[str]) -> int:
         """Distinct texts whose token count (special tokens included) exceeds the encoder's ``max_length``."""
-        unique = list(dict.fromkeys(texts))
-        if not unique:
-            return 0
-        enc = self.encoder
-        ids = enc.tokenizer(
-            unique,
-            add_special_tokens=True,
-            truncation=False,
-            verbose=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )["input_ids"]
-        return int(sum(len(x) > enc.max_length for x in ids))
+        return self.encoder.count_truncated(texts)
 
     def _metadata(self) -> dict[str, Any]:
         meta: dict[str, Any] = {}

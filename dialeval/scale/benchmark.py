@@ -175,7 +175,7 @@ def bare_encoder_pass(rows: Path, result: Path, *, batch_size: int, chunk_size: 
     ``result``."""
     import itertools
 
-    from ..backbone.batching import process_state
+    from ..backbone.device import process_state
     from ..backbone.encoder import Encoder
     from ..schema import join_turns, normalize_context
     from .sources import open_source

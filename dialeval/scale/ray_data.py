@@ -13,7 +13,7 @@
 Rows have the fields :func:`dialeval.scale.score_stream` reads; the result is the input with ``score``,
 ``skipped_reason`` and ``error`` columns (``None`` where they do not apply). Every forward pass of a learned metric has
 a fixed shape (:mod:`dialeval.backbone.batching`), so a row's score is the same whichever actor and batch it lands in,
-and equal to a single process's; the dataset keeps its row order (``preserve_order`` is set on its context). Ray has
+and equal to a single process's at the same CPU thread count (``threads``; :mod:`dialeval.backbone.device`); the dataset keeps its row order (``preserve_order`` is set on its context). Ray has
 no row numbers: an error names a row by its ``id`` field, so give rows one.
 """
 
@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backbone.device import set_torch_threads
 from ..errors import InputError
 from ..scoring.registry import load_scorer
 from .sources import SourceRow
@@ -48,7 +49,8 @@ class ScorerActor:
     """Loads one scorer; called with a pandas batch of rows, returns it with the result columns."""
 
     def __init__(self, metric: str, scorer_kwargs: dict[str, Any], batch_size: int, empty_turns: str,
-                 on_error: str) -> None:
+                 on_error: str, threads: int | None = None) -> None:
+        set_torch_threads(threads)  # an actor is a process of its own
         self.scorer = load_scorer(metric, **scorer_kwargs)
         self.parser = RowParser(self.scorer, empty_turns)
         self.batch_size, self.empty_turns, self.on_error = batch_size, empty_turns, on_error
@@ -90,12 +92,15 @@ def score_ray_dataset(
     num_gpus: float = 0,
     empty_turns: str = "error",
     on_error: str = "stop",
+    threads: int | None = None,
 ):
     """``dataset`` (a ``ray.data.Dataset``) with ``metric``'s scores; lazy, like every Ray Data transform.
 
     ``concurrency`` scorer actors each get ``num_cpus`` / ``num_gpus`` and load the model once; each call scores
     ``rows_per_call`` rows in batches of ``batch_size``. ``scorer_options`` are the scorer's settings (as
     ``dialeval score --option``). ``on_error`` is one of :data:`~dialeval.scale.stream.ON_ERROR_POLICIES`.
+    ``threads`` is each actor's torch CPU thread count (``None``: what Ray gives the actor's process, which
+    follows ``num_cpus``); a CPU score is bit-identical to another process's at the same count.
     """
     check_policies(empty_turns, on_error, rows_per_call)
     dataset.context.execution_options.preserve_order = True
@@ -107,7 +112,7 @@ def score_ray_dataset(
     return dataset.map_batches(
         ScorerActor,
         fn_constructor_kwargs={"metric": metric, "scorer_kwargs": kwargs, "batch_size": batch_size,
-                               "empty_turns": empty_turns, "on_error": on_error},
+                               "empty_turns": empty_turns, "on_error": on_error, "threads": threads},
         batch_size=rows_per_call, batch_format="pandas", compute=ActorPoolStrategy(size=concurrency),
         num_cpus=num_cpus, num_gpus=num_gpus,
     )

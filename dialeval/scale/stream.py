@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backbone.batching import process_state, progress
+from ..backbone.batching import progress
+from ..backbone.device import process_state
 from ..errors import DialevalError, InputError, InputFileError, UnknownNameError
 from ..schema import check_empty_turns, normalize_dialogues, normalize_items
 from ..scoring.base import Scorer

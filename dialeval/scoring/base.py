@@ -3,7 +3,8 @@
 ``scorer.score(contexts=..., responses=..., references=None, batch_size=..., progress_bar=None, device=None)``
 and ``scorer.score_dialogues(dialogues=..., ...)`` return a :class:`ScoreOutput`: per-item scores in input order,
 a system score (their mean), metadata and a signature string that names the metric, a hash of the weights that
-produced the score and the versions of the packages involved.
+produced the score, the CPU thread count where a torch model ran on the CPU (it changes the last float32 bits) and
+the versions of the packages involved.
 
 A metric subclasses :class:`Scorer` and implements ``_score_items`` (turn level). Dialogue level defaults to the
 mean of the turn-level scores of every turn after the first, each scored against the turns before it; metrics
@@ -22,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from ..backbone.device import cpu_threads_label
 from ..schema import (
     Dialogue,
     InputError,
@@ -97,6 +99,10 @@ class Scorer(abc.ABC):
         """Components that identify what produced a score (weights hashes, settings)."""
         return {}
 
+    def compute_device(self) -> torch.device | None:
+        """The device this scorer's torch model runs on; ``None`` for a scorer without one (overlap, GloVe)."""
+        return None
+
     def to(self, device: str | torch.device | None) -> Scorer:
         """Move the metric's models to ``device``; metrics without a model ignore it."""
         self.device = device
@@ -107,6 +113,8 @@ class Scorer(abc.ABC):
     def signature(self) -> str:
         parts = [f"metric:{self.name}"]
         parts += [f"{k}:{v}" for k, v in self.fingerprint().items()]
+        # the CPU thread count changes the last bits of a torch model's scores (dialeval.backbone.device)
+        parts += [f"{k}:{v}" for k, v in cpu_threads_label(self.compute_device()).items()]
         parts += [f"{k}:{v}" for k, v in package_versions().items()]
         return "|".join(parts)
 

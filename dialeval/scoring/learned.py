@@ -23,7 +23,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ..backbone.batching import fixed_row_chunks, progress, resolve_device
+from ..backbone.batching import fixed_row_chunks, progress
+from ..backbone.device import resolve_device
 from ..backbone.encoder import Encoder
 from .base import Scorer
 from .checkpoints import checkpoint_fingerprint, resolve_checkpoint
@@ -76,6 +77,9 @@ class LearnedScorer(Scorer):
     def fingerprint(self) -> dict[str, str]:
         name = self.checkpoint.name if self.checkpoint.name not in ("best", "") else str(self.checkpoint)
         return {"checkpoint": name, "checkpoint_sha256": self._checkpoint_sha256, **self.settings()}
+
+    def compute_device(self) -> torch.device:
+        return self._device
 
     def to(self, device: str | torch.device | None) -> "LearnedScorer":
         self.device = device

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from ..backbone.batching import resolve_device
+from ..backbone.device import resolve_device
 from ..errors import DialevalError
 
 DEVICE_FORMS = "cpu, cuda, cuda:N or mps"

@@ -128,16 +128,22 @@ if os.environ.get("DIALEVAL_TEST_RANKS"):
 """
 
 
+# Both sides score on one intra-op thread: the thread count changes a CPU score's last bits (the launcher gives each
+# process nproc / num_processes threads, a lone process takes torch's default), so equal counts are what make equal
+# bits, whatever the machine's cores and load.
+SCORE_THREADS = ("--threads", "1")
+
+
 def accelerate_command(source: Path, output: Path, *extra) -> list:
     return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
             "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
             "-m", "dialeval", "score", "--metric", "pone", "-i", source, "-o", output, "--chunk-size", "16", "-q",
-            *extra]
+            *SCORE_THREADS, *extra]
 
 
 def single_command(source: Path, output: Path, *extra) -> list:
     return [sys.executable, "-m", "dialeval", "score", "--metric", "pone", "-i", source, "-o", output,
-            "--chunk-size", "16", "-q", *extra]
+            "--chunk-size", "16", "-q", *SCORE_THREADS, *extra]
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +196,10 @@ def test_two_accelerate_processes_score_exactly_like_one(accelerate_inputs):
     # the main process alone prints the result
     system = [line for line in launched.stdout.splitlines() if "system score" in line]
     assert system == [line for line in single.stdout.splitlines() if "system score" in line]
+    # the same signature, thread count included
+    signatures = [[line for line in proc.stdout.splitlines() if line.startswith("signature:")]
+                  for proc in (launched, single)]
+    assert signatures[0] == signatures[1] and "|cpu_threads:1|" in signatures[0][0]
     assert_same_rows(got, expected)
 
 

@@ -4,6 +4,7 @@ import pytest
 import ray
 
 import dialeval
+from dialeval.backbone.device import torch_threads
 from dialeval.scale.ray_data import score_ray_dataset
 
 
@@ -26,10 +27,12 @@ def _rows(n: int) -> list[dict]:
 
 def test_two_actors_give_single_process_scores_in_input_order(local_cluster):
     rows = _rows(60)
+    # one intra-op thread in the actors and here: equal thread counts make equal bits (dialeval.backbone.device)
     scored = score_ray_dataset(ray.data.from_items(rows), "pone", concurrency=2, rows_per_call=8,
-                               batch_size=4).take_all()
-    expected = dialeval.load_scorer("pone").score(contexts=[r["context"] for r in rows],
-                                                  responses=[r["response"] for r in rows])
+                               batch_size=4, threads=1).take_all()
+    with torch_threads(1):
+        expected = dialeval.load_scorer("pone").score(contexts=[r["context"] for r in rows],
+                                                      responses=[r["response"] for r in rows])
     assert [r["id"] for r in scored] == [r["id"] for r in rows]  # order kept, nothing lost or duplicated
     assert max(abs(r["score"] - s) for r, s in zip(scored, expected.scores)) == 0.0
     assert all(r["error"] is None and r["skipped_reason"] is None for r in scored)
