@@ -39,5 +39,6 @@ def test_dailydialog_pseudo_references_for_fed_turns(data_dir):
     retriever = PseudoReferences.from_source("dailydialog", data_dir=data_dir)
     contexts = [[t["text"] for t in c] for c in fed["context"][:20]]
     found = [retriever.retrieve(c, r) for c, r in zip(contexts, fed["response"][:20])]
-    assert all(f.strip() for f in found) and all(f != r for f, r in zip(found, fed["response"][:20]))
+    assert all(f.text.strip() for f in found) and all(f.text != r for f, r in zip(found, fed["response"][:20]))
+    assert {f.route for f in found} == {"bm25"}  # every one of these contexts shares a word with DailyDialog
     assert found == [retriever.retrieve(c, r) for c, r in zip(contexts, fed["response"][:20])]  # deterministic

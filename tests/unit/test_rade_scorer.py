@@ -1,6 +1,7 @@
 """RADE's scorer on a tiny checkpoint (MiniLM's vocabulary, tiny layers): references required unless a retriever is
-configured, several references averaged (or the best kept), BM25 pseudo-references from a corpus, scores that do not
-depend on the batch, bad input named, and the shipped default on the public API."""
+configured, several references averaged (or the best kept), pseudo-references from a corpus (BM25, or the
+token-embedding fallback for a context BM25 cannot match, each route counted), scores that do not depend on the
+batch, bad input named, and the shipped default on the public API (with the scorer's options)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import numpy as np
 import pytest
 
 import dialeval
-from dialeval.errors import EmptyTurnError, InputError
-from dialeval.metrics.rade.retrieval import PseudoReferences
+from dialeval.errors import EmptyTurnError, InputError, UnknownNameError
+from dialeval.metrics.rade.retrieval import BM25, EMBEDDING, PseudoReference, PseudoReferences
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -84,9 +85,9 @@ def test_pseudo_references_come_from_the_most_similar_corpus_context(checkpoint,
             {"context": "Any plans tonight?", "response": "A movie with friends."}]
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
     retriever = PseudoReferences.from_source(str(corpus))
-    assert retriever.retrieve(CONTEXTS[0], RESPONSES[0]) == "I love the sea."  # the candidate itself is skipped
-    with pytest.raises(InputError, match="no pseudo-reference"):
-        retriever.retrieve(["Zzzq xyzzy"], "Hello")
+    # the candidate itself is skipped
+    assert retriever.retrieve(CONTEXTS[0], RESPONSES[0]) == PseudoReference("I love the sea.", BM25)
+    assert retriever.retrieve(["Zzzq xyzzy"], "Hello").route == EMBEDDING  # no shared word: the fallback
 
     pseudo = dialeval.load_scorer("rade", checkpoint=checkpoint, device="cpu", pseudo_references=str(corpus))
     assert pseudo.requires_references is False and "pseudo_references:corpus.jsonl" in pseudo.signature
@@ -94,15 +95,53 @@ def test_pseudo_references_come_from_the_most_similar_corpus_context(checkpoint,
     firsts = [[r[0]] for r in REFERENCES]
     assert out.scores == scorer.score(contexts=CONTEXTS, responses=RESPONSES, references=firsts).scores
     assert out.metadata["pseudo_references"] == 3
+    assert out.metadata["pseudo_reference_routes"] == {BM25: 3, EMBEDDING: 0}
     given = pseudo.score(contexts=CONTEXTS, responses=RESPONSES, references=REFERENCES)  # given ones win
     assert given.scores == scorer.score(contexts=CONTEXTS, responses=RESPONSES, references=REFERENCES).scores
     assert given.metadata["pseudo_references"] == 0
+    assert given.metadata["pseudo_reference_routes"] == {BM25: 0, EMBEDDING: 0}
 
     corpus.write_text('{"context": "Hi", "response": "Hello"}\n{"context": 3, "response": "x"}\n')
     with pytest.raises(InputError, match=r"corpus.jsonl:2: 'context' must be"):
         PseudoReferences.from_source(str(corpus))
     with pytest.raises(FileNotFoundError, match="neither 'dailydialog' nor a JSONL file"):
         PseudoReferences.from_source(str(tmp_path / "missing.jsonl"))
+
+
+def test_contexts_bm25_cannot_match_score_beside_a_normal_one(checkpoint, scorer, tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [{"context": "Do you like the beach in summer?", "response": "I love the sea."},
+            {"context": "Why?", "response": "Because it is cheaper."},
+            {"context": "What did you cook?", "response": "Yum, can I have some?"}]
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pseudo = dialeval.load_scorer("rade", checkpoint=checkpoint, device="cpu", pseudo_references=str(corpus))
+    odd = [["?"], ["Is it?", "..."]]  # no word at all; only stop words and punctuation
+    out = pseudo.score(contexts=[CONTEXTS[0], *odd], responses=[RESPONSES[0], "Sure.", "Okay."])
+    assert all(1 < s < 5 for s in out.scores)
+    assert out.metadata["pseudo_references"] == 3
+    assert out.metadata["pseudo_reference_routes"] == {BM25: 1, EMBEDDING: 2}
+    alone = pseudo.score(contexts=[CONTEXTS[0]], responses=[RESPONSES[0]])
+    assert out.scores[0] == alone.scores[0] and alone.metadata["pseudo_reference_routes"] == {BM25: 1, EMBEDDING: 0}
+    # each score is the model's score against the retrieved reply, the same as passing that reply as the reference
+    found = [pseudo.retriever.retrieve(c, r) for c, r in zip(odd, ["Sure.", "Okay."])]
+    assert found[0] == PseudoReference("Because it is cheaper.", EMBEDDING) and found[1].route == EMBEDDING
+    explicit = scorer.score(contexts=odd, responses=["Sure.", "Okay."], references=[[f.text] for f in found])
+    assert out.scores[1:] == explicit.scores
+
+
+def test_pseudo_references_through_the_one_off_api(checkpoint, scorer, tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"context": "Do you like the beach in summer?", "response": "I love the sea."})
+                      + "\n")
+    out = dialeval.score("rade", checkpoint=checkpoint, device="cpu", pseudo_references=str(corpus),
+                         contexts=CONTEXTS[:1], responses=RESPONSES[:1], batch_size=2)
+    assert out.scores == scorer.score(contexts=CONTEXTS[:1], responses=RESPONSES[:1],
+                                      references=[["I love the sea."]]).scores
+    assert "pseudo_references:corpus.jsonl" in out.signature and out.metadata["pseudo_references"] == 1
+    with pytest.raises(UnknownNameError, match=r"unknown 'rade' option 'pseudo_reference'; did you mean "
+                                               r"'pseudo_references'.*choices: checkpoint, .*, data_dir, contexts"):
+        dialeval.score("rade", checkpoint=checkpoint, pseudo_reference=str(corpus), contexts=CONTEXTS[:1],
+                       responses=RESPONSES[:1])
 
 
 def test_a_checkpoint_without_reference_input_needs_no_reference(tmp_path):

@@ -9,7 +9,10 @@ reference's score; the metric reports the candidate's.
   kept (``"max"``); ``metadata["references_read"]`` counts the (item, reference) pairs scored.
 * **No reference**: ``pseudo_references="dailydialog"`` (or a JSONL corpus path) retrieves one by BM25
   (:mod:`.retrieval`) for every item called without references, as the paper's FED experiment does
-  (``metadata["pseudo_references"]`` counts them). Without it, a call without references is an error.
+  (``metadata["pseudo_references"]`` counts them). A context BM25 cannot match (``"?"``, only stop words) gets the
+  reply of the nearest corpus context by token embeddings instead; ``metadata["pseudo_reference_routes"]`` counts
+  the pseudo-references of each route (``{"bm25": n, "embedding": m}``). Without a retriever, a call without
+  references is an error.
 * A checkpoint trained with ``--no-reference-input`` (the plain regressor baseline) reads no reference at all.
 
 Every forward pass has the same shape whatever the batch: tokens padded to a multiple of :data:`LENGTH_BUCKET`
@@ -29,7 +32,7 @@ from ...backbone.batching import length_sorted_batches
 from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer, load_pretrained
 from .inputs import RadeInputBuilder, base_tokenizer
-from .retrieval import PseudoReferences
+from .retrieval import ROUTES, PseudoReferences
 
 LENGTH_BUCKET = 16
 AGGREGATIONS = ("mean", "max")
@@ -71,14 +74,24 @@ class RadeScorer(LearnedScorer):
             out["pseudo_references"] = self.retriever.name
         return out
 
-    def _references(self, items: list[ScoringItem]) -> list[tuple[str, ...]]:
+    def _references(self, items: list[ScoringItem]) -> tuple[list[tuple[str, ...]], dict[str, int]]:
+        """Each item's references (its own, else one pseudo-reference; ``("",)`` for a checkpoint that reads none)
+        and how many pseudo-references each retrieval route gave."""
+        routes = dict.fromkeys(ROUTES, 0)
         if not self.model.config.use_reference:
-            return [("",) for _ in items]
-        return [item.references or (self.retriever.retrieve([t.text for t in item.context], item.response),)
-                for item in items]
+            return [("",) for _ in items], routes
+        references = []
+        for item in items:
+            if item.references:
+                references.append(item.references)
+                continue
+            found = self.retriever.retrieve([t.text for t in item.context], item.response)
+            routes[found.route] += 1
+            references.append((found.text,))
+        return references, routes
 
     def _score_items(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
-        references = self._references(items)
+        references, routes = self._references(items)
         flat = [(items[i], ref) for i, refs in enumerate(references) for ref in refs]
         self.inputs.truncated = 0
         prepared = self.inputs.evaluator_inputs([[t.text for t in it.context] for it, _ in flat],
@@ -99,7 +112,7 @@ class RadeScorer(LearnedScorer):
         else:
             scores = np.maximum.reduceat(pair_scores, starts) if len(items) else pair_scores
         self._last = {"truncated_texts": self.inputs.truncated, "references_read": int(counts.sum()),
-                      "pseudo_references": sum(not it.references for it in items) if self.retriever else 0}
+                      "pseudo_references": sum(routes.values()), "pseudo_reference_routes": routes}
         return scores
 
     def _metadata(self) -> dict[str, Any]:
