@@ -1,12 +1,18 @@
 """The command line's front door: every --help works, and a user's mistake is one line on stderr with status 2."""
 
 import json
+import os
+import subprocess
+import sys
 
+import click
 import pytest
 import typer
+from typer import rich_utils
 from typer.testing import CliRunner
 
 from dialeval.cli import app
+from dialeval.cli.app import PIPED_WIDTH
 from dialeval.errors import DialevalError, InputFileError
 from dialeval.scale import open_source
 
@@ -35,6 +41,45 @@ def test_every_help_exits_zero(path):
     res = runner.invoke(app, [*path, "--help"])
     assert res.exit_code == 0, res.output
     assert "Usage:" in res.output and "Traceback" not in res.output
+
+
+def _option_names(path: tuple[str, ...]) -> list[str]:
+    """Every flag of the command at ``path`` (``--metric``, ``--no-resume``...), as its help lists them."""
+    command = typer.main.get_command(app)
+    ctx = click.Context(command)
+    for name in path:
+        command = command.get_command(ctx, name)
+    return [name for p in command.params if isinstance(p, click.Option) and not p.hidden
+            for name in (*p.opts, *p.secondary_opts)]
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "dialeval")
+def test_help_written_to_a_pipe_is_not_cut(path, monkeypatch):
+    monkeypatch.setattr(rich_utils, "MAX_WIDTH", None)  # no TERMINAL_WIDTH: CliRunner's stdout is not a terminal
+    res = runner.invoke(app, [*path, "--help"])
+    assert res.exit_code == 0, res.output
+    assert "\u2026" not in res.output, res.output  # rich's ellipsis where a column is cut
+    missing = [name for name in _option_names(path) if name not in res.output]
+    assert not missing, (missing, res.output)
+    assert rich_utils.MAX_WIDTH is None  # the wide setting lasts for the call only
+
+
+def test_terminal_width_set_by_the_user_wins(monkeypatch):
+    monkeypatch.setattr(rich_utils, "MAX_WIDTH", 90)  # what TERMINAL_WIDTH=90 sets
+    res = runner.invoke(app, ["score", "--help"])
+    assert res.exit_code == 0 and res.output.strip()
+    assert max(len(line) for line in res.output.splitlines()) == 90
+    assert rich_utils.MAX_WIDTH == 90
+
+
+def test_piped_help_of_the_installed_command_is_wide(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("TERMINAL_WIDTH", "COLUMNS")}
+    res = subprocess.run([sys.executable, "-m", "dialeval", "train", "grade", "--help"], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert res.returncode == 0, res.stderr
+    widths = {len(line) for line in res.stdout.splitlines() if line.strip()}
+    assert max(widths) == PIPED_WIDTH and "\u2026" not in res.stdout
+    assert "--gradient-accumulation" in res.stdout  # cut to "--gradient-acc…" at 80 columns
 
 
 def _one_line_error(res, *fragments: str) -> str:
@@ -80,6 +125,13 @@ def test_unknown_aspect_and_split_are_named_with_their_benchmark(tmp_path):
     res = runner.invoke(app, ["benchmark", "--metric", "bleu4", "--benchmark", "fed_turn", "--split", "train",
                               "--output-dir", str(tmp_path)])
     _one_line_error(res, "unknown fed_turn split 'train'", "choices: test")
+
+
+def test_unknown_metric_is_named_before_the_input_is_opened(tmp_path):
+    missing = tmp_path / "missing.jsonl"
+    line = _one_line_error(runner.invoke(app, ["score", "--metric", "grad", "-i", str(missing)]),
+                           "unknown metric 'grad'", "did you mean 'grade'", "choices: ", "bleu4")
+    assert "does not exist" not in line and str(missing) not in line
 
 
 def test_missing_input_file(tmp_path):

@@ -1,4 +1,5 @@
-"""Where utterance graphs come from: one small interface, four sources, chosen explicitly by name.
+"""Where utterance graphs come from: one small interface (:class:`~.graph_source_base.GraphSource`, importable from
+here too), four sources, chosen explicitly by name.
 
 - :class:`PenmanGraphs` -- AMR graphs the user supplies (PENMAN files with ``# ::snt``, or a dict);
 - :class:`AmrlibParser` -- an amrlib sentence-to-graph parse model installed on the machine;
@@ -17,7 +18,6 @@ import importlib.util
 import inspect
 import json
 import os
-from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,9 @@ from typing import Any
 from dialeval.errors import CheckpointNotFoundError, DialevalError, InputError, InputFileError, UnknownNameError
 
 from .amr_corpora import iter_penman_file
+from .graph_source_base import GraphSource
 from .graphs import GRAPH_FORMAT_VERSION, SimpleGraph, simplify
+from .parser import ParserVocabulary, parse_sentences
 
 __all__ = ["AmrParserUnavailable", "AmrlibParser", "DependencyGraphs", "GRAPH_SOURCES", "GraphSource",
            "PARSER_CHECKPOINT_DIR", "ParserGraphs", "PenmanGraphs", "load_graph_source", "sentence_key"]
@@ -48,21 +50,6 @@ def sentence_key(text: str) -> str:
     """The lookup key of a sentence: runs of whitespace collapsed to one space, ends stripped; nothing else
     (case, punctuation and tokenisation must match)."""
     return " ".join(text.split())
-
-
-class GraphSource(ABC):
-    """Turns utterances into :class:`SimpleGraph` s: ``graphs(texts)`` returns one graph per text, in order."""
-
-    #: Short name of the source kind (``"penman"``, ``"amrlib"``, ``"parser"``, ``"dependency"``).
-    name: str = ""
-
-    @abstractmethod
-    def signature(self) -> str:
-        """A string naming the source and every setting that changes its graphs (cache keys, score signatures)."""
-
-    @abstractmethod
-    def graphs(self, texts: Sequence[str]) -> list[SimpleGraph]:
-        """One graph per text, same order and length; an utterance without a graph is an error, never dropped."""
 
 
 class PenmanGraphs(GraphSource):
@@ -298,7 +285,7 @@ class ParserGraphs(GraphSource):
         self.device, self.batch_size = device or "cpu", int(batch_size)
         self._model = None
         self._tokenizer = None
-        self._vocabulary = None  # a parser.ParserVocabulary
+        self._vocabulary: ParserVocabulary | None = None
 
     def signature(self) -> str:
         digest = hashlib.sha256()
@@ -314,8 +301,6 @@ class ParserGraphs(GraphSource):
         from dialeval.backbone.encoder import base_tokenizer
         from dialeval.modeling.amr_eval import AmrParserModel
 
-        from .parser import ParserVocabulary
-
         model = AmrParserModel.from_pretrained(self.model_dir, dtype=torch.float32)
         self._model = model.to(self.device).eval()
         self._tokenizer = base_tokenizer(model.config.base_encoder)
@@ -329,8 +314,6 @@ class ParserGraphs(GraphSource):
             return out
         if self._model is None:
             self._load()
-        from .parser import parse_sentences
-
         parsed = parse_sentences(self._model, self._tokenizer, self._vocabulary, [texts[i] for i in todo],
                                  batch_size=self.batch_size)
         for i, graph in zip(todo, parsed):

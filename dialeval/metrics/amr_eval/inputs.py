@@ -10,7 +10,8 @@ Graphs: the response's graph as its graph source gave it, and one context graph 
 :data:`MAX_CONCEPTS` concepts (the first ones, in the source's node order) and the edges between them. A concept is
 read as its word pieces (at most ``config.max_concept_tokens``).
 
-Anything cut (tokens, turns' concepts) is counted in :attr:`AmrEvalInputBuilder.truncated`.
+Anything cut (tokens, turns' concepts) is counted in :attr:`AmrEvalInputBuilder.truncated`, one per cut; the items
+whose text was cut (context, response or both) in :attr:`AmrEvalInputBuilder.truncated_texts`, one per item.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class AmrEvalInputBuilder:
         self.cls, self.sep, self.pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
         self.relation_ids = {r: config.relation_id(r) for r in config.relations}
         self._concept_pieces: dict[str, list[int]] = {}
-        self.truncated = 0
+        self.truncated = 0  # every cut (module docstring); the callers reset both counters
+        self.truncated_texts = 0
 
     # -- text -------------------------------------------------------------------------------------------------------
     def text_inputs(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[TextInput]:
@@ -76,13 +78,16 @@ class AmrEvalInputBuilder:
         response_ids = tokenize(list(responses), add_special_tokens=False, verbose=False)["input_ids"]
         out = []
         for ctx, resp in zip(context_ids, response_ids):
+            cuts = 0
             if len(resp) > MAX_RESPONSE_TOKENS:
-                self.truncated += 1
+                cuts += 1
                 resp = resp[:MAX_RESPONSE_TOKENS]
             room = self.config.max_seq_length - len(resp) - 3
             if len(ctx) > room:
-                self.truncated += 1
+                cuts += 1
                 ctx = ctx[len(ctx) - room:]
+            self.truncated += cuts
+            self.truncated_texts += int(cuts > 0)
             head, tail = [self.cls, *ctx, self.sep], [*resp, self.sep]
             out.append(TextInput(ids=head + tail, type_ids=[0] * len(head) + [1] * len(tail)))
         return out

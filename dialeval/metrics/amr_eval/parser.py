@@ -23,14 +23,16 @@ import json
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dialeval.errors import InputError
 
-from .graph_sources import GraphSource
-from .graphs import SimpleGraph
+from .amr_corpora import read_amr_corpus, smatch_f1
+from .graph_source_base import GraphSource
+from .graphs import SimpleGraph, simplify
 
 __all__ = ["STRUCTURE_TOKENS", "ParserVocabulary", "graph_from_tokens", "graph_penman",
            "graph_smatch", "graph_tokens", "lowercased", "parse_sentences", "smatch_by_corpus", "source_smatch"]
@@ -179,8 +181,6 @@ class ParserVocabulary:
     def build(cls, graphs: Iterable[SimpleGraph], sentences: Iterable[str], tokenizer) -> ParserVocabulary:
         """Relations of ``graphs``' tokens (by frequency, then text) and word pieces of their concepts and of
         ``sentences`` (in the encoder's id order), plus the tokenizer's unknown piece."""
-        from collections import Counter
-
         from dialeval.modeling.amr_eval import CONTROL_TOKENS
 
         relations: Counter[str] = Counter()
@@ -297,8 +297,6 @@ def graph_penman(graph: SimpleGraph) -> str:
 
 def graph_smatch(predicted: Sequence[SimpleGraph], gold: Sequence[SimpleGraph]) -> dict[str, float | int]:
     """Corpus Smatch of simplified graphs (module docstring): ``{"precision", "recall", "f1", "n"}``."""
-    from .amr_corpora import smatch_f1
-
     if len(predicted) != len(gold):
         raise InputError(f"predicted has {len(predicted)} graphs but gold has {len(gold)}")
     return smatch_f1([graph_penman(lowercased(g)) for g in predicted], [graph_penman(lowercased(g)) for g in gold])
@@ -321,9 +319,6 @@ def source_smatch(source: GraphSource, corpora: Sequence[str], split: str, data_
                   ) -> dict[str, dict[str, Any]]:
     """:func:`smatch_by_corpus` of ``source``'s graphs of the sentences of each gold corpus against the simplified
     gold graphs, each corpus with its parse seconds and sentences per second."""
-    from .amr_corpora import read_amr_corpus
-    from .graphs import simplify
-
     names: list[str] = []
     predicted: list[SimpleGraph] = []
     gold: list[SimpleGraph] = []

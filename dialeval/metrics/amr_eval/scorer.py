@@ -18,7 +18,8 @@ another kind than the training one is allowed, and both are named in the signatu
 utterance on disk (:class:`~.graph_cache.CachedGraphs`): ``metadata`` reports the distinct utterances of the call
 (``graph_utterances``), the seconds spent getting their graphs (``graph_seconds``), the cache's hit rate and the
 graphs parsed anew (``graphs_parsed``), so ``graphs_parsed / graph_seconds`` is the parse throughput of a cold
-cache.
+cache, and the items' context and response graphs cut to :data:`~.inputs.MAX_CONCEPTS` concepts (``graphs_capped``).
+``truncated_texts`` counts the items whose ``[CLS] context [SEP] response [SEP]`` was cut (:mod:`.inputs`).
 
 Batches are length-sorted, and every forward pass has ``FORWARD_ROWS`` rows and a text width that is a multiple of
 :data:`LENGTH_BUCKET`.
@@ -41,7 +42,7 @@ from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer, load_pretrained
 from .graph_cache import CachedGraphs
 from .graph_sources import GraphSource, load_graph_source
-from .inputs import AmrEvalInputBuilder, join_context
+from .inputs import MAX_CONCEPTS, AmrEvalInputBuilder, join_context
 from .judge import JudgeItem, LlmJudge
 from .judge_backends import backend_from_spec
 
@@ -136,7 +137,7 @@ class AmrEvalScorer(LearnedScorer):
         return {**graphs, **judge}
 
     def _score_items(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
-        self.inputs.truncated = 0
+        self.inputs.truncated = self.inputs.truncated_texts = 0
         contexts = [[t.text for t in it.context] for it in items]
         texts = self.inputs.text_inputs(contexts, [it.response for it in items])
         pairs = None
@@ -152,6 +153,7 @@ class AmrEvalScorer(LearnedScorer):
                 hits, misses = self.graphs.hits - before[0], self.graphs.misses - before[1]
                 self._last["graph_cache_hit_rate"] = round(hits / max(1, hits + misses), 4)
                 self._last["graphs_parsed"] = misses
+            self._last["graphs_capped"] = sum(g.n_nodes > MAX_CONCEPTS for pair in pairs for g in pair)
         limit = self.model.config.max_seq_length
         widths = [min(limit, -(-len(t.ids) // LENGTH_BUCKET) * LENGTH_BUCKET) for t in texts]
 
@@ -163,7 +165,7 @@ class AmrEvalScorer(LearnedScorer):
 
         scores = self.fixed_row_forward(len(items), length_sorted_batches(widths, batch_size), forward,
                                         progress_bar=progress_bar)
-        self._last["truncated_inputs"] = self.inputs.truncated
+        self._last["truncated_texts"] = self.inputs.truncated_texts
         if self.judge is None:
             for key in ("slm_scores", "judge_requests", "judge_from_cache", "judge_mean_digit_mass"):
                 self._last.pop(key, None)

@@ -15,6 +15,9 @@ package, trained by ``dialeval train dynaeval``.
 
 Speakers follow :mod:`dialeval.metrics.dynaeval.inputs` (given roles, or alternation by position).
 
+``metadata["truncated_texts"]`` counts the distinct utterances of the last call that were longer than the encoder's
+``max_length`` (special tokens included) and therefore cut before embedding.
+
 Determinism: embeddings do not depend on the batch (padding-free, fixed-minimum-row batches, see
 :mod:`dialeval.backbone`), and the graph model runs on one dialogue at a time, so a dialogue's score never depends
 on the other items of the call or on ``batch_size``. Bit-exact across runs and batch sizes on CPU.
@@ -64,7 +67,7 @@ class DynaEvalScorer(LearnedScorer):
         if self.encoder.hidden_size != cfg.utterance_dim:
             raise ValueError(f"encoder hidden size {self.encoder.hidden_size} != config.utterance_dim "
                              f"{cfg.utterance_dim}")
-        self._timing = {"encode_seconds": 0.0, "model_seconds": 0.0}
+        self._reset_call()
 
     def load_model(self, path: Path) -> torch.nn.Module:
         from ...modeling.dynaeval import DynaEvalModel
@@ -79,8 +82,9 @@ class DynaEvalScorer(LearnedScorer):
     def _dialogue_scores(self, dialogues: list[tuple[tuple[Turn, ...], list[int]]], *, batch_size: int,
                          progress_bar: bool | None) -> np.ndarray:
         """Scores of (turns, speaker ids) dialogues, each computed alone."""
-        start = time.perf_counter()
         texts = list(dict.fromkeys(t.text for turns, _ in dialogues for t in turns))
+        self._truncated += self.encoder.count_truncated(texts)
+        start = time.perf_counter()
         vectors = self.encoder.embed(texts, batch_size=batch_size, progress_bar=progress_bar)
         row = {t: i for i, t in enumerate(texts)}
         encoded = time.perf_counter()
@@ -97,19 +101,21 @@ class DynaEvalScorer(LearnedScorer):
         self._timing["model_seconds"] += time.perf_counter() - encoded
         return scores
 
-    def _reset_timing(self) -> None:
+    def _reset_call(self) -> None:
+        """Zero the per-call figures of :meth:`_metadata`: timings and the truncation count."""
         self._timing = {"encode_seconds": 0.0, "model_seconds": 0.0}
+        self._truncated = 0
 
     def _score_dialogues(self, dialogues: list[Dialogue], *, batch_size: int, progress_bar: bool | None
                          ) -> tuple[np.ndarray, dict[str, Any]]:
-        self._reset_timing()
+        self._reset_call()
         limit = self.model.config.max_speakers
         prepared = [(d.turns, speaker_ids(d.turns, limit, field="dialogues", index=i)) for i, d in enumerate(dialogues)]
         scores = self._dialogue_scores(prepared, batch_size=batch_size, progress_bar=progress_bar)
         return scores, {"dialogue_aggregation": "DynaEval dialogue score (native)"}
 
     def _score_items(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
-        self._reset_timing()
+        self._reset_call()
         limit = self.model.config.max_speakers
         full = []
         for i, it in enumerate(items):
@@ -122,7 +128,7 @@ class DynaEvalScorer(LearnedScorer):
         return scores[: len(items)] - scores[len(items):]
 
     def _metadata(self) -> dict[str, Any]:
-        return {**super()._metadata(), "turn_score": self.turn_score,
+        return {**super()._metadata(), "turn_score": self.turn_score, "truncated_texts": self._truncated,
                 **{k: round(v, 4) for k, v in self._timing.items()}}
 
 

@@ -45,12 +45,15 @@ class GradeInputBuilder:
         self.use_graph = use_graph
         self.cache_size = cache_size
         self._graph_cache: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
-        self.truncated = 0
+        self.truncated = 0  # pairs cut to max_seq_length since the last reset (the caller resets it)
 
     def token_ids(self, context: Sequence[str], response: str) -> tuple[list[int], int]:
-        """Token ids of ``[CLS] context [SEP] response [SEP]``; the context keeps its end when cut."""
-        ctx = self.tokenizer(" ".join(context), add_special_tokens=False)["input_ids"]
-        rsp = self.tokenizer(response, add_special_tokens=False)["input_ids"]
+        """Token ids of ``[CLS] context [SEP] response [SEP]``; the context keeps its end when cut. A pair that has
+        to be cut adds one to :attr:`truncated`."""
+        # Both sides are tokenised whole and cut below, so transformers' warning about a sequence longer than the
+        # model's maximum (verbose=True) would be wrong here: nothing that long reaches the model.
+        ctx = self.tokenizer(" ".join(context), add_special_tokens=False, verbose=False)["input_ids"]
+        rsp = self.tokenizer(response, add_special_tokens=False, verbose=False)["input_ids"]
         budget = self.max_seq_length - 3
         if len(ctx) + len(rsp) > budget:
             self.truncated += 1

@@ -8,6 +8,9 @@ Scores are GRADE's coherence probability in (0, 1). Every item is always compute
 whatever its batch-mates: its tokens are padded to the next multiple of ``LENGTH_BUCKET`` (batches hold one bucket
 only), its graph to ``max_nodes`` node slots, and every forward pass carries exactly ``FORWARD_ROWS`` rows (topped up
 with copies; :meth:`~dialeval.scoring.learned.LearnedScorer.fixed_row_forward`). Scores are therefore identical across batch sizes and runs, at the cost of a little padding.
+
+``metadata["truncated_texts"]`` counts the items of the last call whose ``[CLS] context [SEP] response [SEP]`` was
+longer than ``max_seq_length`` and therefore cut (:class:`~.inputs.GradeInputBuilder`).
 """
 
 from __future__ import annotations
@@ -68,4 +71,4 @@ class GradeScorer(LearnedScorer):
                                       progress_bar=progress_bar)
 
     def _metadata(self) -> dict[str, Any]:
-        return {**super()._metadata(), "truncated_pairs": self.inputs.truncated}
+        return {**super()._metadata(), "truncated_texts": self.inputs.truncated}
