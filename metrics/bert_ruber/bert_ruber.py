@@ -20,10 +20,12 @@ _CITATION = """\
 _DESCRIPTION = """\
 BERT-RUBER combines an unreferenced score (a network trained to tell the true response to a context from random
 ones, reading frozen BERT-style sentence embeddings) with a referenced score (cosine between the sentence embeddings
-of the response and of the reference). Each is mapped to [0, 1] with a range fixed at training time and stored in
-the checkpoint (min and max on DailyDialog validation data), so an item's score never depends on the other items;
-the two are combined with min (default) or max. This implementation is dialeval's reimplementation on frozen all-MiniLM-L6-v2 embeddings, trained
-by `dialeval train bert-ruber`; see the card for measured correlations and departures.
+of the response and of the reference). Each is mapped linearly onto [0, 1] over a range fixed at training time and
+stored in the checkpoint (min and max on DailyDialog validation data), with strictly increasing tails onto
+(-0.05, 0) and (1, 1.05) beyond it, so an item's score never depends on the other items and different scores never
+tie; the two are combined with min (default) or max. This implementation is dialeval's reimplementation on frozen
+all-MiniLM-L6-v2 embeddings, trained by `dialeval train bert-ruber`; see the card for measured correlations and
+departures.
 """
 
 _ARGUMENTS = """\
@@ -34,7 +36,8 @@ _ARGUMENTS = """\
         A single string per item is accepted too.
     hybrid (`str`, optional): "min" (default) or "max" of the two normalised scores.
     normalization (`str`, optional): "calibrated" (default: each score mapped with the checkpoint's fixed range,
-        clip((s - low) / (high - low), 0, 1), item by item) or "minmax_over_call" (the original's behaviour:
+        (s - low) / (high - low) inside it and strictly increasing tails onto (-0.05, 0) and (1, 1.05) outside it,
+        item by item) or "minmax_over_call" (the original's behaviour:
         rescaled over the items of this call, so a score depends on the other items and at least two items with
         different scores are needed).
     batch_size (`int`, optional): texts per encoder batch (default 32). Scores do not depend on it.

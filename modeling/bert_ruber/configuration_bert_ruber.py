@@ -48,11 +48,13 @@ class BertRuberConfig(PretrainedConfig):
             space and encoded as one text, cut from the left when too long).
         training_recipe (`str`, *optional*): informational, the recipe that produced the weights.
         hybrid_unreferenced_range (`list[float]`, *optional*): `[low, high]` of the unreferenced score on the
-            calibration set, fixed at training time; the hybrid score maps an unreferenced score `s` to
-            `clip((s - low) / (high - low), 0, 1)`, item by item. `None` in checkpoints made before it existed.
+            calibration set, fixed at training time; the hybrid score maps an unreferenced score `s` linearly
+            from `[low, high]` onto [0, 1], and beyond the range by strictly increasing tails onto (-0.05, 0) and
+            (1, 1.05), item by item (`dialeval.metrics.bert_ruber.ranges`). `None` in checkpoints made before it
+            existed.
         hybrid_referenced_range (`list[float]`, *optional*): the same for the response-reference cosine.
         hybrid_calibration (`str`, *optional*): informational, the data the two ranges were computed on (the run's
-            DailyDialog validation set; see `dialeval.metrics.bert_ruber.normalization`).
+            DailyDialog validation set; see `dialeval.metrics.bert_ruber.calibration`).
     """
 
     model_type = "dialeval-bert-ruber"

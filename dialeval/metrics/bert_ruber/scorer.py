@@ -5,14 +5,21 @@ Scores (Ghazarian et al., 2019; Tao et al., 2018 for RUBER):
 * **unreferenced**: the trained head's probability that the response fits the context, in (0, 1);
 * **referenced**: cosine between the sentence embeddings of the response and of the reference (several references:
   the maximum), in [-1, 1];
-* **hybrid** (default of ``"bert_ruber"``): both are mapped to [0, 1], then combined with ``min`` (default, as
-  PONE's ``hybird.py``) or ``max``. ``normalization="calibrated"`` (default) maps each score with a range fixed at
-  training time and stored in the checkpoint (``clip((s - low) / (high - low), 0, 1)``; the ranges and their
-  calibration set are described in :mod:`.normalization`), so every item is scored on its own.
+* **hybrid** (default of ``"bert_ruber"``): both are normalised, then combined with ``min`` (default, as PONE's
+  ``hybird.py``) or ``max``. ``normalization="calibrated"`` (default) maps each score with a range fixed at
+  training time and stored in the checkpoint: linearly onto [0, 1] inside the range, and by strictly increasing
+  tails onto (-0.05, 0) below it and (1, 1.05) above it, so scores outside the range keep their order instead of
+  tying at a clip (the map: :mod:`.ranges`; the calibration set: :mod:`.calibration`). Every item is scored on its
+  own.
   ``normalization="minmax_over_call"`` is the original's behaviour (min-max over the items scored together): an
   item's score then depends on the other items of the call (never on ``batch_size``), and it needs at least two
   items with different values. A checkpoint without stored ranges (made before they existed) raises
-  :class:`~.normalization.MissingCalibration` for the calibrated hybrid, naming the command that adds them.
+  :class:`~.ranges.MissingCalibration` for the calibrated hybrid, naming the command that adds them.
+
+Metadata of each call: ``truncated_texts``, how many of the call's distinct input texts the encoder cut at its
+limit (``encoder_max_length`` tokens, special tokens included): the joined contexts (cut from the left, keeping
+the latest turns) plus the responses and references (cut from the right; a text that is both counts once), those
+the mode reads.
 
 Determinism: embeddings come from :class:`dialeval.backbone.Encoder` (batch-invariant); the head runs in float64
 one row at a time (float64 GEMM rounds a row by its place in a block), so a score does not depend on the batch size
@@ -25,7 +32,6 @@ A checkpoint is a folder with ``config.json`` + ``model.safetensors`` (the head 
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, ClassVar
@@ -35,25 +41,14 @@ import torch
 
 from ...backbone import Encoder
 from ...schema import ScoringItem
-from ...scoring.learned import LearnedScorer, load_pretrained
+from ...scoring.learned import LearnedScorer
 from .data import context_text
-from .normalization import HybridRanges, minmax_over_call, rescale
+from .head import load_head
+from .ranges import TAIL, HybridRanges, minmax_over_call, rescale
 
 MODES = ("unreferenced", "referenced", "hybrid")
 HYBRIDS = ("min", "max")
 NORMALIZATIONS = ("calibrated", "minmax_over_call")
-MODEL_TYPES = ("dialeval-bert-ruber", "dialeval-pone")
-
-
-def load_head(path: Path) -> torch.nn.Module:
-    """The head of a checkpoint folder (``BertRuberModel`` or ``PoneModel``, by its ``model_type``), in float64."""
-    from ...modeling.bert_ruber import BertRuberModel, PoneModel
-
-    model_type = json.loads((path / "config.json").read_text()).get("model_type")
-    if model_type not in MODEL_TYPES:
-        raise ValueError(f"{path} holds a {model_type!r} model, not one of {MODEL_TYPES}")
-    model_class = PoneModel if model_type == "dialeval-pone" else BertRuberModel
-    return load_pretrained(model_class, path).to(torch.float64)
 
 
 class RuberScorer(LearnedScorer):
@@ -97,17 +92,36 @@ class RuberScorer(LearnedScorer):
         self.hybrid, self.normalization = hybrid, normalization
 
     def settings(self) -> dict[str, str]:
+        """What the signature records beyond the checkpoint: model type, encoder, mode and, for the hybrid, how it
+        combines and normalises (``tails``: the calibrated map's tail width beyond the ranges; signatures made when
+        the map clipped at the ranges lack it)."""
         parts = {"model_type": self.model.config.model_type, "encoder_sha256": self.encoder.fingerprint,
                  "mode": self.mode}
         if self.mode == "hybrid":
             parts.update(hybrid=self.hybrid, normalization=self.normalization)
+            if self.normalization == "calibrated":
+                parts["tails"] = str(TAIL)
         return parts
 
     # -- the two scores -------------------------------------------------------------------------------------------
-    def unreferenced(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
+    def context_texts(self, items: list[ScoringItem]) -> list[str]:
+        """The text the encoder reads for each item's context: its last ``context_turns`` turns, joined."""
         n_turns = self.model.config.context_turns
-        contexts = [context_text([t.text for t in it.context], n_turns) for it in items]
-        c = self.encoder.embed(contexts, batch_size=batch_size, side="left", progress_bar=progress_bar)
+        return [context_text([t.text for t in it.context], n_turns) for it in items]
+
+    def truncated_texts(self, items: list[ScoringItem]) -> int:
+        """How many distinct texts the current mode encodes for ``items`` are longer than the encoder's limit:
+        the contexts (unreferenced part) plus the responses and references (a text in both roles counts once)."""
+        contexts = self.context_texts(items) if self.mode in ("unreferenced", "hybrid") else []
+        right = [it.response for it in items]
+        if self.mode in ("referenced", "hybrid"):
+            right += [ref for it in items for ref in it.references]
+        return self.encoder.count_truncated(contexts) + self.encoder.count_truncated(right)
+
+    def unreferenced(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
+        """The head's probability that each response fits its context, in (0, 1)."""
+        c = self.encoder.embed(self.context_texts(items), batch_size=batch_size, side="left",
+                               progress_bar=progress_bar)
         r = self.encoder.embed([it.response for it in items], batch_size=batch_size, progress_bar=progress_bar)
         c, r = c.to(self._device, torch.float64), r.to(self._device, torch.float64)
 
@@ -120,6 +134,7 @@ class RuberScorer(LearnedScorer):
         return self.fixed_row_forward(len(items), [range(len(items))], forward, progress_bar=False)
 
     def referenced(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
+        """The cosine of each response with its reference (the maximum over several), in [-1, 1]."""
         refs = [ref for it in items for ref in it.references]
         resp = self.encoder.embed([it.response for it in items], batch_size=batch_size,
                                   progress_bar=progress_bar).double().numpy()
@@ -139,7 +154,8 @@ class RuberScorer(LearnedScorer):
 
     # -- Scorer ---------------------------------------------------------------------------------------------------
     def _score_items(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
-        self._call_meta = {"mode": self.mode, "context_turns": self.model.config.context_turns}
+        self._call_meta = {"mode": self.mode, "context_turns": self.model.config.context_turns,
+                           "truncated_texts": self.truncated_texts(items)}
         if self.mode == "unreferenced":
             return self.unreferenced(items, batch_size=batch_size, progress_bar=progress_bar)
         if self.mode == "referenced":

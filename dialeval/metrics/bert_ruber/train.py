@@ -19,7 +19,7 @@ Shared by BERT-RUBER and PONE (:mod:`dialeval.metrics.pone.train`):
    ``--max-minutes`` stops with the state saved (exit 3; the same command resumes). A batch is a few rows gathered
    from in-memory arrays (cheap: no separate collate);
 4. the hybrid score's normalisation ranges are computed on the validation set with the best head and written into
-   its ``config.json`` (:mod:`.normalization`); ``summary.json`` records the training device and the positives seen.
+   its ``config.json`` (:mod:`.calibration`); ``summary.json`` records the training device and the positives seen.
 
 Validation: each validation positive with one negative response drawn uniformly from the other validation
 responses (fixed by the seed); loss = binary cross-entropy, accuracy = share of the 2n pairs on the right side of 0.5.
@@ -65,7 +65,7 @@ from .data import (
     save_pairs,
     uniform_negatives,
 )
-from .normalization import calibrate_checkpoint
+from .calibration import calibrate_checkpoint
 from .options import SELECTION_KEYS, BertRuberTrainingOptions, HeadTrainingOptions  # noqa: F401 (the Python API)
 
 

@@ -55,7 +55,7 @@ import numpy as np
 from ...training import stopped_summary, with_torch_threads
 from ...training.prepared import write_manifest
 from ..bert_ruber.data import uniform_negatives
-from ..bert_ruber.normalization import calibrate_checkpoint
+from ..bert_ruber.calibration import calibrate_checkpoint
 from ..bert_ruber.train import (
     PAIRS_FILE,
     batch_dict,
