@@ -9,6 +9,11 @@ restores model, optimizer, scheduler and RNG states (``Accelerator.save_state``)
 interrupted epoch that were already seen, so an interrupted run continues where it stopped, and ends with the same
 weights as a run that was never interrupted.
 
+What a run folder holds for readers (``dialeval runs``): ``training_args.json`` (the options, the loop's settings,
+``total_steps``, ``steps_per_epoch`` and ``selection_key``), ``log.jsonl`` (one record per ``log_every`` steps and
+per validation, each with its unix ``time``), :data:`PROCESS_FILE`, ``progress.json`` and ``last_state/`` (the
+last saved state), and the recipe's ``summary.json``.
+
 Bounded runs: with a ``deadline`` (``time.monotonic()`` seconds; ``--max-minutes`` sets it) the loop saves the
 full state and returns ``finished=False`` while there is still time for that: before each step it keeps in
 reserve three times the slowest step so far, the last validation (when the next step ends with one) and the last
@@ -26,7 +31,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
+import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -36,7 +43,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from .capture import LoopInputs, hand_over_if_capturing
 from .device import training_device
+
+#: Written into the run folder when training starts: the process (pid, host) and the start (unix seconds); a
+#: reader (``dialeval runs``) tells a running run from a stopped one by it.
+PROCESS_FILE = "process.json"
 
 
 @dataclass
@@ -196,6 +208,12 @@ def train(
     if steps_per_epoch < 1:
         raise ValueError(f"{batches_per_epoch} batches per epoch is less than one optimizer step of "
                          f"{accumulate} batches: lower --gradient-accumulation or --batch-size")
+    if learning_rate_of is None:
+        def learning_rate_of(name: str) -> float:
+            return (args.head_learning_rate or args.learning_rate) if is_head(name) else args.learning_rate
+    hand_over_if_capturing(LoopInputs(model=model, args=args, options=options, epoch_batches=epoch_batches,
+                                      batches_per_epoch=batches_per_epoch, loss_fn=loss_fn, collate=collate,
+                                      learning_rate_of=learning_rate_of))
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     set_seed(args.seed)
@@ -207,13 +225,13 @@ def train(
     total = steps_per_epoch * args.epochs
     if args.max_steps is not None:
         total = min(args.max_steps, total)
-    if learning_rate_of is None:
-        def learning_rate_of(name: str) -> float:
-            return (args.head_learning_rate or args.learning_rate) if is_head(name) else args.learning_rate
     optimizer, scheduler = _optimizer_and_schedule(model, args, learning_rate_of, total, steps_per_epoch)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     (out / "training_args.json").write_text(json.dumps(
-        {"options": asdict(options), "loop": {k: v for k, v in asdict(args).items() if k != "deadline"}}, indent=1))
+        {"options": asdict(options), "loop": {k: v for k, v in asdict(args).items() if k != "deadline"},
+         "total_steps": total, "steps_per_epoch": steps_per_epoch, "selection_key": selection_key}, indent=1))
+    (out / PROCESS_FILE).write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                                "started": time.time()}))
 
     state_dir, progress_file, log_file = out / "last_state", out / "progress.json", out / "log.jsonl"
     step, best, best_step, history = 0, None, -1, []
@@ -280,16 +298,9 @@ def train(
                 accelerator.print(f"stopped at step {step} of {total}; state saved in {state_dir}")
                 return result(finished=False)
             began = time.monotonic()
-            for _ in range(accumulate):
-                with autocast:
-                    loss = loss_fn(model, next(batches))
-                accelerator.backward(loss / accumulate if accumulate > 1 else loss)
-                running.append(loss.item())
-            if args.max_grad_norm is not None and args.max_grad_norm > 0:
-                accelerator.clip_grad_norm_(model.parameters(), args.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
+            running.extend(optimizer_step(model, batches, loss_fn=loss_fn, accelerator=accelerator,
+                                          optimizer=optimizer, scheduler=scheduler, autocast=autocast,
+                                          accumulate=accumulate, max_grad_norm=args.max_grad_norm))
             step += 1
             timing["step"] = max(timing["step"], time.monotonic() - began)
             if step % args.log_every == 0:
@@ -304,6 +315,25 @@ def train(
     if not history or history[-1]["step"] != step:
         checkpoint(step)
     return result(finished=True)
+
+
+def optimizer_step(model, batches: Iterator[Any], *, loss_fn, accelerator, optimizer, scheduler, autocast,
+                   accumulate: int, max_grad_norm: float | None) -> list[float]:
+    """One optimizer step of the loop: ``accumulate`` batches from ``batches``, each forward under ``autocast``
+    and backward (losses scaled by ``1 / accumulate``), gradient clipping at ``max_grad_norm`` (None or <= 0:
+    none), the optimizer and scheduler steps; returns the batches' losses."""
+    losses = []
+    for _ in range(accumulate):
+        with autocast:
+            loss = loss_fn(model, next(batches))
+        accelerator.backward(loss / accumulate if accumulate > 1 else loss)
+        losses.append(loss.item())
+    if max_grad_norm is not None and max_grad_norm > 0:
+        accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+    return losses
 
 
 def half_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -326,4 +356,4 @@ def save_half_checkpoint(model, path: Path) -> None:
 
 def _log(path: Path, record: dict[str, Any]) -> None:
     with open(path, "a") as fh:
-        fh.write(json.dumps(record) + "\n")
+        fh.write(json.dumps({**record, "time": round(time.time(), 3)}) + "\n")

@@ -1,0 +1,169 @@
+"""``dialeval runs``: fake run folders (what the loop and the recipes write) read back as finished, running, stopped
+or prepared, with steps of the total, examples of the paper's budget, the latest validation, the speed over the
+latest session's log and the time left; the default folder comes from ``$DIALEVAL_RUNS_DIR``."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dialeval.cli import app
+from dialeval.training.runs import (
+    DAILYDIALOG_TRAIN_WINDOWS,
+    PAPER_BUDGETS,
+    RUNS_DIR_ENV,
+    list_runs,
+    paper_budget,
+    recent_speed,
+    run_status,
+)
+
+NOW = 1_800_000_000.0
+HOST = socket.gethostname()
+
+
+def _write(folder: Path, name: str, value) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(value))
+
+
+def _run(folder: Path, *, metric: str = "grade", options: dict | None = None, total: int = 1000,
+         steps_per_epoch: int = 200, log: list[dict] | None = None, summary: dict | None = None,
+         progress_step: int | None = None, process: dict | None = None, selection: str = "val_pooled_auc") -> Path:
+    _write(folder, "prepared.json", {"metric": metric, "options": {}, "files": {}})
+    options = {"batch_size": 16, "gradient_accumulation": 1, "epochs": 5, "max_steps": None, **(options or {})}
+    _write(folder, "training_args.json", {"options": options, "loop": {}, "total_steps": total,
+                                          "steps_per_epoch": steps_per_epoch, "selection_key": selection})
+    if log is not None:
+        (folder / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    if progress_step is not None:
+        _write(folder, "progress.json", {"step": progress_step, "best": None, "best_step": -1, "history": []})
+        (folder / "last_state").mkdir()
+    if process is not None:
+        _write(folder, "process.json", process)
+    if summary is not None:
+        _write(folder, "summary.json", summary)
+    return folder
+
+
+def _train_log(steps, start: float, seconds_per_step: float) -> list[dict]:
+    return [{"event": "train", "step": s, "loss": 0.1, "time": start + s * seconds_per_step} for s in steps]
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_the_budgets_table_covers_the_documented_metrics_in_their_units():
+    assert {b.metric for b in PAPER_BUDGETS} == {"grade", "dynaeval", "bert_ruber", "pone", "rade"}
+    grade = paper_budget("grade")
+    assert grade.examples(None, 1, {}) == 2 * DAILYDIALOG_TRAIN_WINDOWS * 5  # fixed: the run's epochs do not count
+    assert paper_budget("rade", 1).examples(100, 3, {}) == 54_438 * 10
+    assert paper_budget("rade", 2).examples(9_000, 3, {}) == 9_000 * 10  # the run's epoch, the paper's 10 epochs
+    assert paper_budget("dynaeval").examples(1_000, 2, {}) == 20_000
+    assert paper_budget("pone").examples(5_000, 10, {"max_positives": 0}) == 50_000
+    assert paper_budget("pone").examples(5_000, 10, {"max_positives": 30_000}) is None  # a subsample is not the paper's
+    assert paper_budget("amr_eval") is None
+
+
+def test_a_running_run_reports_its_progress_speed_and_time_left(tmp_path):
+    started = NOW - 3600
+    log = _train_log(range(20, 620, 20), started, 2.0)  # 0.5 steps/s
+    log.insert(10, {"event": "eval", "step": 200, "val_ranking_loss": 0.05, "val_pooled_auc": 0.71, "best": True,
+                    "time": started + 401})
+    log.append({"event": "eval", "step": 400, "val_ranking_loss": 0.04, "val_pooled_auc": 0.69, "time": started + 801})
+    run = _run(tmp_path / "grade_full", log=log, progress_step=400,
+               process={"pid": os.getpid(), "host": HOST, "started": started})
+    s = run_status(run, now=NOW)
+    assert (s.metric, s.state, s.steps, s.total_steps) == ("grade", "running", 600, 1000)
+    assert s.examples_seen == 600 * 16 and s.examples_budget == 2 * DAILYDIALOG_TRAIN_WINDOWS * 5
+    assert (s.validation_key, s.validation, s.validation_step) == ("val_pooled_auc", 0.69, 400)
+    assert (s.best, s.best_step) == (0.71, 200)
+    assert s.steps_per_second == pytest.approx(0.5)
+    assert s.seconds_left == pytest.approx(400 / 0.5)
+    assert s.last_log_age == pytest.approx(NOW - (started + 1200))
+
+
+def test_speed_counts_the_latest_session_only():
+    first = _train_log(range(20, 220, 20), 0.0, 1.0)  # 1 step/s, then stopped at step 200 and resumed from 100
+    second = _train_log(range(120, 320, 20), 10_000.0, 4.0)  # 0.25 steps/s
+    assert recent_speed(first + second, started=None) == pytest.approx(0.25)
+    assert recent_speed(first + second, started=10_000.0) == pytest.approx(0.25)
+    assert recent_speed(first[:1], started=None) is None
+    assert recent_speed([{"event": "train", "step": 20}, {"event": "train", "step": 40}], started=None) is None
+
+
+def test_finished_stopped_killed_and_prepared_runs(tmp_path):
+    finished = _run(tmp_path / "a_finished", metric="rade", options={"stage": 2, "epochs": 3}, total=30,
+                    steps_per_epoch=10, selection="val_correlation",
+                    log=[{"event": "eval", "step": 30, "val_correlation": 0.4, "best": True, "time": NOW - 50}],
+                    summary={"finished": True, "steps": 30, "device": "cuda:0 (NVIDIA H100)"},
+                    process={"pid": os.getpid(), "host": HOST, "started": NOW - 10_000})
+    # the process that wrote process.json is this one and still alive, but summary.json is newer: it ended
+    os.utime(finished / "summary.json", (NOW, NOW))
+    stopped = _run(tmp_path / "b_stopped", total=1000, log=_train_log([20, 40], NOW - 100, 1.0),
+                   summary={"finished": False, "steps": 40, "total_steps": 1000}, progress_step=40,
+                   process={"pid": os.getpid(), "host": HOST, "started": NOW - 200})
+    os.utime(stopped / "summary.json", (NOW, NOW))
+    killed = _run(tmp_path / "c_killed", log=_train_log([20, 40, 60], NOW - 100, 1.0), progress_step=40,
+                  process={"pid": _dead_pid(), "host": HOST, "started": NOW - 200})
+    elsewhere = _run(tmp_path / "d_elsewhere", log=_train_log([20], NOW - 100, 1.0),
+                     process={"pid": 1, "host": HOST + "-other", "started": NOW - 200})
+    _write(tmp_path / "e_prepared", "prepared.json", {"metric": "bert_ruber", "options": {}, "files": {}})
+    (tmp_path / "not_a_run").mkdir()
+    _run(tmp_path / "f_pone" / "stage1", metric="pone")  # a stage that trains in its own subfolder
+    (tmp_path / "f_pone" / "stage1" / "prepared.json").unlink()
+    _write(tmp_path / "f_pone", "prepared.json", {"metric": "pone", "options": {}, "files": {}})
+
+    runs = {s.name: s for s in list_runs(tmp_path, now=NOW)}
+    assert list(runs) == ["a_finished", "b_stopped", "c_killed", "d_elsewhere", "e_prepared", "f_pone",
+                          "f_pone/stage1"]
+    assert (runs["a_finished"].state, runs["a_finished"].seconds_left) == ("finished", None)
+    assert runs["a_finished"].examples_budget == 10 * 16 * 10  # RADE stage 2: the run's epoch, 10 epochs
+    assert runs["a_finished"].device == "cuda:0 (NVIDIA H100)" and runs["a_finished"].validation == 0.4
+    assert (runs["b_stopped"].state, runs["b_stopped"].steps, runs["b_stopped"].resume_step) == ("stopped", 40, 40)
+    assert runs["b_stopped"].seconds_left == pytest.approx(960 / 1.0)  # 960 steps left at 1 step/s
+    assert (runs["c_killed"].state, runs["c_killed"].steps, runs["c_killed"].resume_step) == ("stopped", 60, 40)
+    assert runs["d_elsewhere"].state == "unknown" and "-other" in runs["d_elsewhere"].note
+    assert (runs["e_prepared"].state, runs["e_prepared"].steps, runs["e_prepared"].metric) == \
+        ("prepared", 0, "bert_ruber")
+    assert runs["f_pone/stage1"].metric == "pone" and runs["f_pone/stage1"].state == "stopped"
+
+
+def test_a_run_of_an_older_loop_is_judged_by_its_log_age(tmp_path):
+    old = _run(tmp_path / "old", log=[{"event": "train", "step": 20, "loss": 0.1}])
+    os.utime(old / "log.jsonl", (NOW - 60, NOW - 60))
+    assert run_status(old, now=NOW).state == "running"
+    assert run_status(old, now=NOW + 3600).state == "stopped"
+    assert run_status(old, now=NOW).steps_per_second is None  # no times in its log
+
+
+def test_the_command_lists_the_runs_of_the_env_folder_as_a_table_or_json(tmp_path, monkeypatch):
+    run = _run(tmp_path / "grade_full", log=_train_log([20, 40], NOW - 100, 1.0), progress_step=40,
+               summary={"finished": False, "steps": 40, "total_steps": 1000})
+    for name in ("log.jsonl", "summary.json"):  # written two hours ago (the command reads the clock)
+        os.utime(run / name, (time.time() - 7200,) * 2)
+    monkeypatch.setenv(RUNS_DIR_ENV, str(tmp_path))
+    res = CliRunner().invoke(app, ["runs"])
+    assert res.exit_code == 0, res.output
+    header, row, *rest = res.stdout.splitlines()
+    assert header.split()[:4] == ["run", "metric", "state", "steps"]
+    assert row.split()[:4] == ["grade_full", "grade", "stopped", "40/1,000"]
+    assert f"640 / {2 * DAILYDIALOG_TRAIN_WINDOWS * 5:,} (0.1%)" in row
+    assert rest == ["examples counted as grade: ranking pairs"]
+    res = CliRunner().invoke(app, ["runs", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    (entry,) = json.loads(res.stdout)
+    assert entry["name"] == "grade_full" and entry["examples_seen"] == 640 and entry["steps_per_second"] == 1.0
+    missing = CliRunner().invoke(app, ["runs", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "no folder" in missing.output
