@@ -1,7 +1,7 @@
 """Throughput benchmark: BERTScore through the scoring API vs the raw encoder forward pass.
 
-Run ``python -m dialeval.evaluation.throughput [--n 2000] [--batch-size 32] [--device cpu] [--threads N]
-[--data-dir DIR] [--json PATH]``.
+Run ``dialeval bench bertscore [--n 2000] [--batch-size 32] [--device cpu] [--threads N] [--data-dir DIR]
+[--repeats 1] [--json PATH]`` (:func:`run` measures, :func:`format_table` prints the table).
 
 Pairs: ``--n`` context/response/reference triples from the GRADE human-evaluation data (1200 pairs, repeated in
 order up to ``--n``) when the data directory resolves (:func:`dialeval.paths.resolve_data_dir`), otherwise a
@@ -22,12 +22,8 @@ ratios, the torch thread count and the batch size. This is a benchmark, not a te
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
-import sys
 import time
-from pathlib import Path
 
 import torch
 
@@ -126,6 +122,8 @@ def _raw_forward(encoder, texts: list[str], batch_size: int) -> tuple[float, flo
 
 def run(n: int = 2000, batch_size: int = 32, device: str | None = None, data_dir: str | None = None,
         threads: int | None = None, repeats: int = 1) -> dict:
+    """Measure (a), (b) and (c) of the module docstring on ``n`` triples, each ``repeats`` times keeping the fastest;
+    ``threads`` sets torch's CPU threads first. Returns the measurements as a JSON-ready dict."""
     from ..baselines.bertscore import BertScoreScorer
     from ..baselines.common import encoder_label
 
@@ -177,6 +175,7 @@ def run(n: int = 2000, batch_size: int = 32, device: str | None = None, data_dir
 
 
 def format_table(r: dict) -> str:
+    """The human-readable table of a :func:`run` result."""
     rows = [
         ("(a) BertScoreScorer.score, cold cache", r["bertscore"]),
         ("(b) raw model(**batch), padded, all texts", r["raw_forward_all"]),
@@ -200,26 +199,3 @@ def format_table(r: dict) -> str:
         f"{r['raw_forward_distinct']['tokenize_seconds']:.3f} s)",
     ]
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dialeval.evaluation.throughput", description=__doc__.split("\n")[0])
-    p.add_argument("--n", type=int, default=2000, help="number of context/response/reference triples")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--device", default=None, help="cpu, cuda, ... (default: Accelerate's choice)")
-    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
-    p.add_argument("--data-dir", default=None, help="dialeval data directory (default: resolved as usual)")
-    p.add_argument("--repeats", type=int, default=1, help="repeat each measure and keep the fastest")
-    p.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
-    args = p.parse_args(argv)
-    result = run(args.n, args.batch_size, args.device, args.data_dir, args.threads, args.repeats)
-    print(format_table(result))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {args.json}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

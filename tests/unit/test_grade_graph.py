@@ -430,18 +430,3 @@ def test_edge_auc_ranks_positive_pairs_above_negative_ones():
     assert edge_auc(emb, np.array([same]), np.array([orthogonal, zero])) == 1.0
     assert edge_auc(emb, np.array([orthogonal]), np.array([same])) == 0.0
     assert edge_auc(emb, np.array([orthogonal]), np.array([zero])) == 0.5  # a tie counts half
-
-
-def test_experiment_command_builds_and_saves_tables(tmp_path, capsys):
-    from dialeval.metrics.grade.graph_experiments import main
-
-    data = tmp_path / "data" / "conceptnet_cn100k"
-    data.mkdir(parents=True)
-    (data / "train.txt").write_text("IsA\tdog\tanimal\nAtLocation\tcup\ttable\n")
-    rc = main(["build", "--data-dir", str(tmp_path / "data"), "--embedding", "glove",
-               "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")])
-    assert rc == 0
-    printed = capsys.readouterr().out
-    assert printed.startswith("tables: 4 nodes, 4 edges, dim 50")
-    assert "embeddings.safetensors:" in printed
-    assert GraphTables.load(tmp_path / "out", verify=True).graph.names == ["animal", "cup", "dog", "table"]

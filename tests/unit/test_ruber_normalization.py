@@ -13,6 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from typer.testing import CliRunner
+
+from dialeval.cli import app
 from dialeval.modeling.bert_ruber import (
     BertRuberConfig,
     BertRuberModel,
@@ -21,7 +24,6 @@ from dialeval.modeling.bert_ruber import (
 )
 
 from dialeval.metrics.bert_ruber.calibration import calibration_ranges
-from dialeval.metrics.bert_ruber.normalization import main
 from dialeval.metrics.bert_ruber.ranges import TAIL, MissingCalibration, fit_range, rescale, row_cosines
 
 CONTEXTS = [["Do you want to go to the beach on Sunday?", "Sure, I love swimming."], ["I need a new phone."],
@@ -156,8 +158,7 @@ def test_checkpoint_without_ranges_raises_and_names_the_command(heads):
     import dialeval
 
     old = dialeval.load_scorer("bert_ruber", checkpoint=heads / "old", device="cpu")
-    with pytest.raises(MissingCalibration, match=r"python -m dialeval\.metrics\.bert_ruber\.normalization "
-                                                 r"--checkpoint .*old"):
+    with pytest.raises(MissingCalibration, match=r"`dialeval checkpoint calibrate --checkpoint .*old`"):
         old.score(contexts=CONTEXTS, responses=RESPONSES, references=REFERENCES)
     unref = dialeval.load_scorer("bert_ruber_unref", checkpoint=heads / "old", device="cpu")
     assert len(unref.score(contexts=CONTEXTS, responses=RESPONSES).scores) == len(RESPONSES)  # needs no ranges
@@ -245,15 +246,17 @@ def test_training_stores_the_ranges_and_the_command_recomputes_them(tiny_dailydi
         config.pop(key)
     (best / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     weights = _sha256(best / "model.safetensors")
-    assert main(["--checkpoint", str(best), "--data-dir", str(tiny_dailydialog), "--seed", "3",
-                 "--max-val-positives", "6"]) == 0
+    res = CliRunner().invoke(app, ["checkpoint", "calibrate", "--checkpoint", str(best), "--data-dir",
+                                   str(tiny_dailydialog), "--seed", "3", "--max-val-positives", "6"])
+    assert res.exit_code == 0, res.output
     again = json.loads((best / "config.json").read_text())
     assert again["hybrid_unreferenced_range"] == pytest.approx(unref_range, abs=1e-12)
     assert again["hybrid_referenced_range"] == pytest.approx(ref_range, abs=1e-12)
     assert {k: v for k, v in again.items() if not k.startswith("hybrid_")} == config
     assert _sha256(best / "model.safetensors") == weights
-    with pytest.raises(SystemExit):
-        main(["--checkpoint", str(tmp_path / "nowhere")])
+    printed = json.loads(res.stdout)  # what it wrote
+    assert set(printed) == {"hybrid_unreferenced_range", "hybrid_referenced_range", "hybrid_calibration"}
+    assert printed == {k: again[k] for k in printed}
 
 
 @pytest.mark.parametrize("metric", ["bert_ruber", "pone"])

@@ -150,12 +150,14 @@ def test_halve_checkpoint_casts_floats_keeps_the_rest_and_loads_back(tmp_path):
     from safetensors import safe_open
     from safetensors.torch import save_file
 
-    from dialeval.training.half import main
+    from dialeval.training.half import halve_checkpoint
 
     weights = {"w": torch.randn(3, 5), "b": torch.randn(5, dtype=torch.float64), "index": torch.arange(4)}
     save_file(weights, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
     (tmp_path / "config.json").write_text('{"dtype": "float32"}')
-    assert main(["--checkpoint", str(tmp_path)]) == 0
+    before = (tmp_path / "model.safetensors").stat().st_size
+    assert halve_checkpoint(tmp_path) == (before, (tmp_path / "model.safetensors").stat().st_size)
+    assert (tmp_path / "model.safetensors").stat().st_size < before
     with safe_open(str(tmp_path / "model.safetensors"), "pt") as fh:
         assert fh.metadata() == {"format": "pt"}
         stored = {key: fh.get_tensor(key) for key in fh.keys()}
@@ -165,4 +167,4 @@ def test_halve_checkpoint_casts_floats_keeps_the_rest_and_loads_back(tmp_path):
     assert (tmp_path / "config.json").read_text() == '{"dtype": "float32"}'
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
     with pytest.raises(FileNotFoundError, match="holds no model.safetensors"):
-        main(["--checkpoint", str(tmp_path / "missing")])
+        halve_checkpoint(tmp_path / "missing")

@@ -11,8 +11,8 @@ Modules, lowest first (each imports only those above it in this list):
 - :mod:`.scorer` -- ``load_scorer("bert_ruber")`` (hybrid, needs references) and ``"bert_ruber_unref"``;
 - :mod:`.train` -- head training on embeddings cached in a :class:`~dialeval.backbone.store.EmbeddingStore`
   (shared with PONE) and ``dialeval train bert-ruber``; calibrates its best checkpoint;
-- :mod:`.normalization` -- ``python -m dialeval.metrics.bert_ruber.normalization --checkpoint DIR``, which adds the
-  ranges to a checkpoint made before they existed (it rebuilds the recipe's validation set with :mod:`.train`).
+- :mod:`.normalization` -- what ``dialeval checkpoint calibrate --checkpoint DIR`` runs: it adds the ranges to a
+  checkpoint made before they existed (it rebuilds the recipe's validation set with :mod:`.train`).
 
 The model code is :mod:`dialeval.modeling.bert_ruber` (``BertRuberConfig`` / ``BertRuberModel``).
 """

@@ -11,7 +11,7 @@ the fixed random negative reply drawn for it (``n`` positives, ``n`` negatives, 
   cosine to the reference is always 1 and carries no information; it is left out. ``n`` values.
 
 :func:`calibrate_checkpoint` computes the ranges and writes them into a checkpoint; the training recipes call it on
-their best checkpoint, and ``python -m dialeval.metrics.bert_ruber.normalization --checkpoint DIR`` (which builds
+their best checkpoint, and ``dialeval checkpoint calibrate --checkpoint DIR`` (:mod:`.normalization`, which builds
 the validation arrays first) adds them to an existing checkpoint (only ``config.json`` changes).
 """
 

@@ -1,6 +1,5 @@
-"""The command that adds the hybrid normalisation ranges to an existing BERT-RUBER or PONE checkpoint::
-
-    python -m dialeval.metrics.bert_ruber.normalization --checkpoint DIR
+"""Adding the hybrid normalisation ranges to an existing BERT-RUBER or PONE checkpoint (:func:`calibrate_from_data`,
+run by ``dialeval checkpoint calibrate --checkpoint DIR``).
 
 It rebuilds the training recipe's DailyDialog validation set for the checkpoint (its context turns, the recipe's
 seed and size unless given), encodes it with the checkpoint's encoder, fits the ranges with the checkpoint's head
@@ -13,11 +12,8 @@ This module sits above the training code (it reuses the recipe's data building);
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import tempfile
-from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
 
@@ -25,7 +21,7 @@ from ...backbone import Encoder
 from .calibration import calibrate_checkpoint
 from .data import dailydialog_pairs
 from .options import HeadTrainingOptions
-from .ranges import CALIBRATE_COMMAND, HybridRanges
+from .ranges import HybridRanges
 from .train import RunEmbeddings, build_head_data, pair_texts
 
 
@@ -46,30 +42,3 @@ def calibrate_from_data(checkpoint: str | Path, *, data_dir: str | None = None, 
         emb.encode(contexts, responses, progress_bar=False)
         data = build_head_data([], val_pairs, emb, context_turns=turns, seed=seed)  # validation arrays only
     return calibrate_checkpoint(path, data.val_context, data.val_response, seed=seed)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dialeval.metrics.bert_ruber.normalization``: parse the arguments, calibrate, print the ranges."""
-    parser = argparse.ArgumentParser(
-        prog=CALIBRATE_COMMAND,
-        description="Add the hybrid normalisation ranges to a BERT-RUBER or PONE checkpoint (only config.json "
-                    "changes), computed on the recipe's DailyDialog validation set.")
-    parser.add_argument("--checkpoint", required=True, help="checkpoint folder (holds config.json)")
-    parser.add_argument("--data-dir", default=None, help="data directory (default: $DIALEVAL_DATA_DIR or "
-                                                         "../shared/data)")
-    parser.add_argument("--seed", type=int, default=None, help="the training run's seed (default: the recipe's, 11)")
-    parser.add_argument("--max-val-positives", type=int, default=None,
-                        help="the run's validation size (default: the recipe's, 1000)")
-    parser.add_argument("--embedding-dir", default=None,
-                        help="an embedding store to reuse (default: a temporary one)")
-    args = parser.parse_args(argv)
-    if not (Path(args.checkpoint) / "config.json").is_file():
-        parser.error(f"{args.checkpoint} is not a checkpoint folder (no config.json)")
-    ranges = calibrate_from_data(args.checkpoint, data_dir=args.data_dir, seed=args.seed,
-                                 max_val_positives=args.max_val_positives, embedding_dir=args.embedding_dir)
-    print(json.dumps(ranges.config_fields(), indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

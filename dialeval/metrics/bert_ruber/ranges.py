@@ -47,7 +47,7 @@ CALIBRATION_FIELD = "hybrid_calibration"
 #: How far beyond [0, 1] the map sends the scores outside the calibrated range (each side).
 TAIL = 0.05
 #: The command that adds the ranges to a checkpoint made before they existed (named in :class:`MissingCalibration`).
-CALIBRATE_COMMAND = "python -m dialeval.metrics.bert_ruber.normalization"
+CALIBRATE_COMMAND = "dialeval checkpoint calibrate"
 
 
 class MissingCalibration(DialevalError, ValueError):

@@ -9,5 +9,5 @@ The model itself (``DynaEvalConfig`` / ``DynaEvalModel``) is transformers custom
 - :mod:`.train` -- ``dialeval train dynaeval`` (utterance embeddings kept in the backbone's
   :class:`~dialeval.backbone.store.EmbeddingStore`);
 - :mod:`.scorer` -- :class:`~.scorer.DynaEvalScorer` (``dialeval.load_scorer("dynaeval")``);
-- :mod:`.bench` -- ``python -m dialeval.metrics.dynaeval.bench``: scoring speed on FED.
+- :mod:`.bench` -- ``dialeval bench dynaeval``: scoring speed on FED.
 """

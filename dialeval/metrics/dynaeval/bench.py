@@ -1,4 +1,4 @@
-"""DynaEval speed benchmark (not a test): ``python -m dialeval.metrics.dynaeval.bench [--checkpoint default]``.
+"""DynaEval speed benchmark (not a test): ``dialeval bench dynaeval [--checkpoint DIR]`` (:func:`run`).
 
 On the 125 FED dialogues (human-Meena / Mitsuku / human conversations, 1,715 utterances):
 (a) ``DynaEvalScorer.score_dialogues`` with a freshly loaded scorer (empty embedding cache): dialogues per second and
@@ -13,14 +13,12 @@ Model loading is excluded. Needs the data directory.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
 import torch
 
 from ...benchmarks import load_benchmark
-from ...evaluation import emit_measurements
 from ...schema import normalize_dialogues
 from .inputs import speaker_ids
 from .scorer import DynaEvalScorer
@@ -47,6 +45,8 @@ def _batched_forward(scorer: DynaEvalScorer, dialogues: list[list[dict[str, str]
 
 
 def run(checkpoint: str | None, batch_size: int, data_dir: str | None) -> dict:
+    """Measure (a), (b) and (c) of the module docstring; returns them as a JSON-ready dict, for
+    :func:`dialeval.evaluation.emit_measurements`."""
     dialogues = _fed_dialogues(data_dir)
     n_utt = sum(len(d) for d in dialogues)
     warm = DynaEvalScorer(checkpoint, device="cpu")
@@ -74,22 +74,3 @@ def run(checkpoint: str | None, batch_size: int, data_dir: str | None) -> dict:
         "batched_model_dialogues_per_s": round(len(dialogues) / batched_s, 1),
         "signature": cold.signature,
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", default=None, help="checkpoint or run folder (default: the shipped one)")
-    parser.add_argument("--batch-size", type=int, default=32, help="utterances per encoder batch")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    parser.add_argument("--json", default=None, help="also write the results here")
-    args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    result = run(args.checkpoint, args.batch_size, args.data_dir)
-    emit_measurements(result, args.json, width=30)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

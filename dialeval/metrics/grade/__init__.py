@@ -13,7 +13,7 @@ Data side (this package so far):
 - :mod:`.cache` -- where built keyword IDF and graph tables are cached, and the file hash keying them.
 - :mod:`.features` -- per (context, response) pair graph inputs (node features, ctx/resp edges weighted 1/hop)
   and their batching.
-- :mod:`.coverage` -- ``python -m dialeval.metrics.grade.coverage``: keyword / alignment / reachability report.
-- :mod:`.graph_experiments` -- ``python -m dialeval.metrics.grade.graph_experiments build|measure``: build the
-  graph tables, compare node-embedding substitutes (imported by nothing used for scoring or training).
+- :mod:`.coverage` -- ``dialeval grade coverage``: keyword / alignment / reachability report.
+- :mod:`.graph_experiments` -- ``dialeval grade graph build|measure``: build the graph tables, compare
+  node-embedding substitutes (imported by nothing used for scoring or training).
 """

@@ -1,4 +1,4 @@
-"""GRADE speed benchmark (not a test): ``python -m dialeval.metrics.grade.bench [--checkpoint default]``.
+"""GRADE speed benchmark (not a test): ``dialeval bench grade [--checkpoint DIR]`` (:func:`run`).
 
 (a) ``GradeScorer.score`` on the 1,200 GRADE human-evaluation pairs with a freshly loaded scorer (keyword
     extraction, graph features, tokenisation, model forward: everything scoring does);
@@ -12,13 +12,11 @@ Model loading is excluded. Needs the data directory.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import torch
 
 from ...benchmarks import load_benchmark
-from ...evaluation import emit_measurements
 from .data import context_windows
 from .inputs import context_window
 from .scorer import GradeScorer
@@ -51,6 +49,8 @@ def _raw_forward(scorer: GradeScorer, contexts, responses, batch_size: int) -> f
 
 
 def run(checkpoint: str | None, batch_size: int, data_dir: str | None, n_large: int) -> dict:
+    """Measure (a), (b) and (c) of the module docstring (``n_large`` pairs for (c)); returns them as a JSON-ready
+    dict, for :func:`dialeval.evaluation.emit_measurements`."""
     contexts, responses = _grade_pairs(data_dir)
     scorer = GradeScorer(checkpoint, device="cpu")
     scorer.score(contexts=contexts[:2], responses=responses[:2])  # warm-up (not on the measured pairs' cache)
@@ -76,20 +76,3 @@ def run(checkpoint: str | None, batch_size: int, data_dir: str | None, n_large: 
         "large_pairs": len(windows), "large_seconds": round(large_s, 1),
         "large_pairs_per_s": round(len(windows) / large_s, 1), "signature": scorer.signature,
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", default=None, help="checkpoint folder (default: the shipped one)")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--large", type=int, default=10_000, help="pairs for the large run")
-    parser.add_argument("--json", default=None, help="also write the results here")
-    args = parser.parse_args(argv)
-    result = run(args.checkpoint, args.batch_size, args.data_dir, args.large)
-    emit_measurements(result, args.json, width=26)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Coverage of GRADE's graph inputs: ``python -m dialeval.metrics.grade.coverage [--json out.json]``.
+"""Coverage of GRADE's graph inputs: ``dialeval grade coverage [--json out.json]`` (:func:`coverage_report`).
 
 For the 1,200 GRADE evaluation pairs (per corpus and overall) and for DailyDialog test (every window of two
 context turns + response, unique pairs, as GRADE's training data), reports: keywords per context / response,
@@ -32,13 +32,11 @@ node pair. Featurising the 1,200 pairs from scratch takes about 5 s (3 s of it s
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
+import os
 import time
 from collections import Counter
-from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -48,7 +46,7 @@ from .keywords import KeywordExtractor
 from .node_embeddings import DEFAULT_EMBEDDING
 from .tables import GraphTables
 
-__all__ = ["grade_eval_pairs", "dailydialog_pairs", "coverage_stats", "main"]
+__all__ = ["grade_eval_pairs", "dailydialog_pairs", "coverage_stats", "coverage_report"]
 
 
 def grade_eval_pairs(data_dir=None) -> tuple[list[list[str]], list[str], list[str]]:
@@ -155,39 +153,39 @@ def _table(name: str, stats: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m dialeval.metrics.grade.coverage", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument("--data-dir")
-    parser.add_argument("--cache-dir")
-    parser.add_argument("--embedding", default=DEFAULT_EMBEDDING)
-    parser.add_argument("--max-depth", type=int, default=DEFAULT_MAX_DEPTH)
-    parser.add_argument("--no-directed", action="store_true", help="skip the directed-graph comparison")
-    parser.add_argument("--no-dailydialog", action="store_true", help="only the GRADE evaluation pairs")
-    parser.add_argument("--json", help="write the statistics to this file")
-    args = parser.parse_args(argv)
-
+def coverage_report(
+    data_dir: str | os.PathLike | None = None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    embedding: str = DEFAULT_EMBEDDING,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    directed: bool = True,
+    dailydialog: bool = True,
+    echo: Callable[[str], None] | None = print,
+) -> dict[str, Any]:
+    """The report of the module docstring: the settings, the timings and :func:`coverage_stats` of the GRADE
+    evaluation pairs (all, then per corpus) and, with ``dailydialog``, of DailyDialog test. ``directed`` adds the
+    purely directed graph's hop statistics; ``echo`` (when not None) receives each set's table as it is done."""
+    say = echo or (lambda text: None)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    extractor = KeywordExtractor.from_dailydialog(args.data_dir, cache_dir=args.cache_dir)
+    extractor = KeywordExtractor.from_dailydialog(data_dir, cache_dir=cache_dir)
     timings["keyword_idf_seconds"] = round(time.perf_counter() - t0, 2)
     t0 = time.perf_counter()
-    tables = GraphTables.build(args.data_dir, embedding=args.embedding, cache_dir=args.cache_dir,
-                               max_depth=args.max_depth)
+    tables = GraphTables.build(data_dir, embedding=embedding, cache_dir=cache_dir, max_depth=max_depth)
     timings["tables_seconds"] = round(time.perf_counter() - t0, 2)
-    graphs = {} if args.no_directed else {"directed": ConceptGraph.from_cn100k(args.data_dir, reverse_edges=False)}
+    graphs = {"directed": ConceptGraph.from_cn100k(data_dir, reverse_edges=False)} if directed else {}
     featurizer = GraphFeaturizer(tables, extractor)
 
     report: dict[str, Any] = {
-        "settings": {**featurizer.config(), "embedding": args.embedding,
+        "settings": {**featurizer.config(), "embedding": embedding,
                      "tables_reverse_edges": tables.graph.meta.get("reverse_edges")},
         "timings": timings,
         "sets": {},
     }
-    contexts, responses, subsets = grade_eval_pairs(args.data_dir)
+    contexts, responses, subsets = grade_eval_pairs(data_dir)
     report["sets"]["grade_eval"] = coverage_stats(featurizer, contexts, responses, graphs=graphs)
-    print(_table("grade_eval (all)", report["sets"]["grade_eval"]))
+    say(_table("grade_eval (all)", report["sets"]["grade_eval"]))
     # warm run: everything cached
     t0 = time.perf_counter()
     featurizer.featurize_batch(contexts, responses)
@@ -196,16 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         keep = [i for i, s in enumerate(subsets) if s.split("/")[0] == corpus]
         stats = coverage_stats(featurizer, [contexts[i] for i in keep], [responses[i] for i in keep], graphs=graphs)
         report["sets"][f"grade_eval/{corpus}"] = stats
-        print(_table(f"grade_eval/{corpus}", stats))
-    if not args.no_dailydialog:
-        dd_ctx, dd_resp = dailydialog_pairs(args.data_dir)
+        say(_table(f"grade_eval/{corpus}", stats))
+    if dailydialog:
+        dd_ctx, dd_resp = dailydialog_pairs(data_dir)
         report["sets"]["dailydialog_test"] = coverage_stats(featurizer, dd_ctx, dd_resp, graphs=graphs)
-        print(_table("dailydialog test", report["sets"]["dailydialog_test"]))
-    print("timings:", json.dumps(timings))
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        say(_table("dailydialog test", report["sets"]["dailydialog_test"]))
+    say("timings: " + json.dumps(timings))
+    return report

@@ -1,11 +1,11 @@
 """GRADE graph experiments: build the graph tables, measure node-embedding substitutes.
 
-Run as ``python -m dialeval.metrics.grade.graph_experiments build|measure``:
+Run as ``dialeval grade graph build|measure``:
 
 * ``build``: build (or load from the cache) the graph tables (:meth:`.tables.GraphTables.build`) and report their
   sizes; ``--out DIR`` also saves them there.
-* ``measure``: the intrinsic comparison of node-embedding substitutes (:func:`measure_embeddings`; the protocol and
-  the measured table are in :mod:`.node_embeddings`).
+* ``measure``: the intrinsic comparison of node-embedding substitutes (:func:`measure_embeddings`, printed by
+  :func:`format_measurements`; the protocol and the measured table are in :mod:`.node_embeddings`).
 
 Nothing used for scoring or training imports this module.
 """
@@ -16,7 +16,6 @@ import json
 import os
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +32,7 @@ from .node_embeddings import (
 )
 from .tables import GraphTables
 
-__all__ = ["MEASURED_KINDS", "edge_auc", "main", "measure_embeddings"]
+__all__ = ["MEASURED_KINDS", "edge_auc", "format_measurements", "measure_embeddings"]
 
 MEASURED_KINDS = (
     "glove-plain", "glove", "glove-retrofit", "minilm", "minilm-pca50", "minilm-pca32-retrofit",
@@ -115,48 +114,12 @@ def measure_embeddings(
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m dialeval.metrics.grade.graph_experiments",
-                                     description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build", help="build (or load from cache) the graph tables and report their sizes")
-    b.add_argument("--data-dir")
-    b.add_argument("--embedding", default=DEFAULT_EMBEDDING)
-    b.add_argument("--conceptnet-csv")
-    b.add_argument("--directed", action="store_true", help="do not add reverse edges")
-    b.add_argument("--cache-dir")
-    b.add_argument("--out", help="also save the tables to this folder")
-    m = sub.add_parser("measure", help="intrinsic comparison of node-embedding substitutes")
-    m.add_argument("--data-dir")
-    m.add_argument("--kinds", nargs="+", default=None)
-    m.add_argument("--json")
-    args = parser.parse_args(argv)
-    if args.cmd == "build":
-        t0 = time.perf_counter()
-        tables = GraphTables.build(
-            args.data_dir, embedding=args.embedding, conceptnet_csv=args.conceptnet_csv,
-            reverse_edges=not args.directed, cache_dir=args.cache_dir,
-        )
-        print(f"tables: {tables.n_nodes} nodes, {tables.graph.n_edges} edges, dim {tables.dim} "
-              f"({time.perf_counter() - t0:.1f} s)")
-        if args.out:
-            for f, n in tables.save(args.out).items():
-                print(f"  {f}: {n / 1e6:.2f} MB")
-        return 0
-    kinds = args.kinds or MEASURED_KINDS
-    res = measure_embeddings(args.data_dir, kinds)
-    print(json.dumps(res["_setup"]))
-    print(f"{'kind':28s} {'dim':>4s} {'AUC rand':>9s} {'AUC shuf':>9s} {'AUC corr':>9s} {'coverage':>9s} {'s':>6s}")
+def format_measurements(result: dict[str, Any], kinds: Sequence[str]) -> str:
+    """The setup line and the table of a :func:`measure_embeddings` result, one row per kind in ``kinds``."""
+    lines = [json.dumps(result["_setup"]),
+             f"{'kind':28s} {'dim':>4s} {'AUC rand':>9s} {'AUC shuf':>9s} {'AUC corr':>9s} {'coverage':>9s} {'s':>6s}"]
     for k in kinds:
-        r = res[k]
-        print(f"{k:28s} {r['dim']:4d} {r['auc_random']:9.4f} {r['auc_shuffled']:9.4f} {r['auc_corrupted']:9.4f} "
-              f"{r['coverage']:9.5f} {r['seconds']:6.1f}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        r = result[k]
+        lines.append(f"{k:28s} {r['dim']:4d} {r['auc_random']:9.4f} {r['auc_shuffled']:9.4f} "
+                     f"{r['auc_corrupted']:9.4f} {r['coverage']:9.5f} {r['seconds']:6.1f}")
+    return "\n".join(lines)

@@ -1,7 +1,7 @@
 """Vectors for the concepts of GRADE's graph: name embeddings (GloVe, MiniLM), PCA, retrofitting, Numberbatch.
 
 Substitutes for GRADE's Numberbatch vectors (not available here), measured with
-:func:`.graph_experiments.measure_embeddings` (``python -m dialeval.metrics.grade.graph_experiments measure``): the
+:func:`.graph_experiments.measure_embeddings` (``dialeval grade graph measure``): the
 graph is built from ``train.txt`` only (97,891 edges); held-out true pairs = ``valid.txt`` + ``test.txt`` minus
 train pairs (1,956 distinct); ROC-AUC of cosine(head, tail) of held-out pairs against (a) 20,000 uniformly random
 node pairs, (b) held-out heads with shuffled held-out tails (1,904, degree-preserving) and (c) the corrupted
@@ -31,8 +31,8 @@ GloVe, but smooths away the concept's own identity; not used.) Retrofitting gain
 GloVe by 0.03-0.06. **Default: ``minilm-pca50-retrofit``**: 50-d, 100% coverage (measured above on fp16-rounded
 vectors; the tables store int8 rows with a scale each since their version 2: 4.2 MB for ConceptNet-100K);
 building it encodes the 78k names once (about 80 s on 2 CPU cores, cached). ``glove-retrofit`` builds in seconds
-and is the fallback when time matters. Build the tables with ``python -m
-dialeval.metrics.grade.graph_experiments build [--embedding KIND] [--out DIR]``.
+and is the fallback when time matters. Build the tables with ``dialeval grade graph build [--embedding KIND]
+[--out DIR]``.
 """
 
 from __future__ import annotations
