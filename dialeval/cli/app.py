@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from typer import rich_utils
 from typer.core import TyperGroup
 
 from ..errors import DialevalError, UnknownNameError
@@ -26,10 +27,33 @@ from ..schema import EMPTY_TURN_POLICIES
 ALL_BASELINES = "baselines"
 ALL_BENCHMARKS = "all"
 ERROR_EXIT_CODE = 2
+# Width of typer's rich output (help panels) when stdout is not a terminal: rich would otherwise fall back to 80
+# columns there and cut long option names with an ellipsis. TERMINAL_WIDTH (typer's own setting) still wins.
+PIPED_WIDTH = 160
+
+
+def _is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` (e.g. ``sys.stdout``, which may be None or closed) is a terminal."""
+    try:
+        return stream is not None and stream.isatty()
+    except ValueError:  # a closed stream
+        return False
 
 
 class DialevalGroup(TyperGroup):
-    """The ``dialeval`` command group: the one place that turns a :class:`DialevalError` into ``error: ...``."""
+    """The ``dialeval`` command group: the one place that turns a :class:`DialevalError` into ``error: ...``, and
+    that widens help panels written to a pipe or a file."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command line; while stdout is not a terminal and TERMINAL_WIDTH is unset, typer's rich output is
+        :data:`PIPED_WIDTH` columns wide instead of rich's 80-column fallback (so piped ``--help`` is not cut)."""
+        if rich_utils.MAX_WIDTH is not None or _is_terminal(sys.stdout):
+            return super().main(*args, **kwargs)
+        rich_utils.MAX_WIDTH = PIPED_WIDTH
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            rich_utils.MAX_WIDTH = None
 
     def invoke(self, ctx: typer.Context) -> Any:
         try:
@@ -99,30 +123,28 @@ def _load(metric: str, *, device: str | None, checkpoint: str | None, options: l
         raise typer.BadParameter(str(err), param_hint="--option") from None  # a setting the scorer refuses
 
 
+THREADS_HELP = ("torch's intra-op CPU threads (default: torch's own count). Scores are bit-identical for the same "
+                "count; another count changes the last float32 bits, so the signature records it (cpu_threads).")
 QUIET_HELP = "No progress bars (by default one appears on stderr for any job longer than about two seconds)."
 EMPTY_TURNS_HELP = ("What to do with an item that has an empty turn, response or reference: error (name it and stop) "
                     "or skip (write it back with score null and a skipped_reason; the system score is the mean "
                     "over the scored items).")
 EmptyTurns = Enum("EmptyTurns", {policy: policy for policy in EMPTY_TURN_POLICIES}, type=str)
-# Metadata keys in which scorers count what they truncated (the first one present is reported).
-TRUNCATION_KEYS = ("truncated_pairs", "truncated_texts", "truncated_inputs")
+# The metadata key in which every scorer that cuts its input counts the texts (or items) it cut.
+TRUNCATION_KEY = "truncated_texts"
 
 
 def summary_line(metadata: list[dict[str, Any]]) -> str:
-    """One line about the scoring calls behind a command: items (skipped), truncation, graphs (the AMR evaluator:
-    utterances, seconds, parsed anew and their rate), seconds, device."""
+    """One line about the scoring calls behind a command: items (skipped), truncated texts (the sum of
+    ``TRUNCATION_KEY``; the metrics whose metadata lacks it are named), graphs (the AMR evaluator: utterances,
+    seconds, parsed anew and their rate), seconds, device."""
     items = sum(m["n_items"] for m in metadata)
     skipped = sum(m.get("n_skipped", len(m.get("skipped", ()))) for m in metadata)
-    truncated: dict[str, int] = {}
-    uncounted: list[str] = []
-    for m in metadata:
-        key = next((k for k in TRUNCATION_KEYS if k in m), None)
-        if key is None:
-            uncounted.append(m["metric"])
-        else:
-            truncated[key] = truncated.get(key, 0) + int(m[key])
+    counted = [m for m in metadata if TRUNCATION_KEY in m]
+    uncounted = [m["metric"] for m in metadata if TRUNCATION_KEY not in m]
     parts = [f"{items} items" + (f" ({skipped} skipped)" if skipped else "")]
-    parts += [f"{n} {key.replace('_', ' ')}" for key, n in truncated.items()]
+    if counted:
+        parts.append(f"{sum(int(m[TRUNCATION_KEY]) for m in counted)} truncated texts")
     if uncounted:
         parts.append(f"truncation not reported by {', '.join(dict.fromkeys(uncounted))}")
     graphs = [m for m in metadata if "graph_utterances" in m]
@@ -166,16 +188,20 @@ def score(
         "Score everything again into OUTPUT, replacing it, instead of going on where a stopped run left off."))
                          ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    threads: Annotated[Optional[int], typer.Option(min=1, help=THREADS_HELP)] = None,
 ) -> None:
     """Score a file of context-response pairs (or whole dialogues) and print the system score.
 
     Under `accelerate launch -m dialeval score ...` (or torchrun) the rows are shared among the processes and
     gathered back in input order; the main process writes.
     """
-    from ..backbone.batching import process_state
+    from ..backbone.device import process_state, set_torch_threads
     from ..scale import iter_scored, open_source, score_stream
     from ..scale.output import Totals
+    from ..scoring.registry import scorer_class
 
+    set_torch_threads(threads)
+    scorer_class(metric)  # an unknown metric is named (with the known ones) before the input is opened
     source = open_source(input, turn_separator=turn_separator)  # a missing or unreadable file fails before loading
     main = process_state().is_main_process  # before the model loads, so that each process gets its device
     scorer = _load(metric, device=device, checkpoint=checkpoint, options=option)
@@ -227,8 +253,10 @@ def benchmark(
     label: Annotated[Optional[str], typer.Option(help="Name the metric in tables and files (e.g. an ablation).")] = None,
     option: Annotated[Optional[list[str]], typer.Option(help=OPTION_HELP)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    threads: Annotated[Optional[int], typer.Option(min=1, help=THREADS_HELP)] = None,
 ) -> None:
     """Correlate metrics with human judgements: prints a table, writes JSON, CSV and scatter plots."""
+    from ..backbone.device import set_torch_threads
     from ..benchmarks import benchmark_info, benchmark_names, expand_benchmark
     from ..evaluation import (
         MetricNotApplicable,
@@ -239,9 +267,10 @@ def benchmark(
         write_csv,
         write_json,
     )
-    from ..scoring.registry import BASELINES, scorer_class
+    from ..scoring.registry import baseline_names, scorer_class
 
-    metrics = list(BASELINES) if metric == ALL_BASELINES else [m.strip() for m in metric.split(",") if m.strip()]
+    set_torch_threads(threads)
+    metrics = baseline_names() if metric == ALL_BASELINES else [m.strip() for m in metric.split(",") if m.strip()]
     for m in metrics:
         scorer_class(m)  # every name checked before the first (long) run
     if (checkpoint or label or option) and len(metrics) != 1:
@@ -439,12 +468,11 @@ def _comparison_line(r: dict, method: str) -> str:
             f"p_williams={williams} p_bootstrap={r['p_bootstrap']:.3g}")
 
 
-SCALE_METRICS = "grade,dynaeval,bert_ruber,pone,rade,amr_eval"
-
-
 @app.command("scale-benchmark")
 def scale_benchmark(
-    metric: Annotated[str, typer.Option(help="Comma-separated metric names.")] = SCALE_METRICS,
+    metric: Annotated[Optional[str], typer.Option(help=(
+        "Comma-separated metric names (default: every metric with an evaluate module, i.e. the learned ones)."))
+                      ] = None,
     sizes: Annotated[str, typer.Option(help="Comma-separated numbers of rows.")] = "1000,10000,100000,1000000",
     processes: Annotated[str, typer.Option(help=(
         "Comma-separated process counts (more than 1: accelerate launch; on a GPU machine, at most its GPUs)."))
@@ -461,9 +489,10 @@ def scale_benchmark(
     """Items/s and peak RSS of `dialeval score` at growing sizes, 1 vs several processes, against the bare encoder
     on the same rows (see dialeval.scale.benchmark). A command to run, not a test: 10^6 rows take hours on a CPU."""
     from ..scale.benchmark import run_scale_benchmark, to_json
-    from ..scoring.registry import scorer_class
+    from ..scoring.registry import all_specs, scorer_class
 
-    names = [m.strip() for m in metric.split(",") if m.strip()]
+    names = ([s.name for s in all_specs() if s.evaluate_module] if metric is None
+             else [m.strip() for m in metric.split(",") if m.strip()])
     for name in names:
         scorer_class(name)  # every name checked before the first run
     try:
@@ -535,12 +564,21 @@ def evaluate_modules() -> None:
 from .train import train_app  # noqa: E402  (the `dialeval train ...` commands)
 
 app.add_typer(train_app, name="train")
+from .train import speed_app  # noqa: E402  (`dialeval train-speed ...`: a recipe's training speed)
+
+app.add_typer(speed_app, name="train-speed")
+from .runs import runs_command  # noqa: E402  (`dialeval runs`: the training runs and their progress)
+
+app.command("runs")(runs_command)
 from .export import export_command  # noqa: E402  (`dialeval export`: a Hub-ready checkpoint folder)
 app.command("export")(export_command)
 from .hub import cards_app, release_command  # noqa: E402  (`dialeval cards ...`, `dialeval release`)
 
 app.add_typer(cards_app, name="cards")
 app.command("release")(release_command)
+from .tools import register as register_tools  # noqa: E402  (`dialeval bench|checkpoint|grade ...`)
+
+register_tools(app)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -1,99 +1,40 @@
 """``dialeval train <metric>``: one command per learned metric, each generated from its recipe's options dataclass
-(:func:`dialeval.training.options.typer_command`): the flags, defaults and help are the dataclass's."""
+(:func:`dialeval.training.options.typer_command`): the flags, defaults and help are the dataclass's.
+``dialeval train-speed <metric>``: the same flags and the benchmark's own (:mod:`dialeval.training.speed`)."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import typer
 
-from ..metrics.amr_eval.options import AmrEvalTrainingOptions, AmrParserTrainingOptions
-from ..metrics.bert_ruber.options import BertRuberTrainingOptions
-from ..metrics.dynaeval.options import DynaEvalTrainingOptions
-from ..metrics.grade.options import GradeTrainingOptions
-from ..metrics.pone.options import PoneTrainingOptions
-from ..metrics.rade.options import RadeTrainingOptions
+from ..scoring.registry import all_specs
+from ..scoring.spec import RecipeSpec
 from ..training.options import TrainingOptions, typer_command
 
 train_app = typer.Typer(no_args_is_help=True, help="Train a learned metric (real training is a command, not a test).")
 
 
-@dataclass(frozen=True)
-class Recipe:
-    options: type[TrainingOptions]
-    module: str  # holds ``run(opts) -> summary`` (imported when the command runs: it pulls in torch, datasets...)
-    summary_line: Callable[[Any, dict], str]
-
-    def run(self, opts: TrainingOptions) -> dict:
-        return importlib.import_module(self.module).run(opts)
-
-
-def _checkpoint(opts) -> str:
-    return f"checkpoint: {opts.output_dir}/best"
-
-
-def _grade_line(opts: GradeTrainingOptions, s: dict) -> str:
-    return (f"best {opts.select_by} {s[f'best_{opts.select_by}']:.4f} at step {s['best_step']} of "
-            f"{s['steps']}; {_checkpoint(opts)}")
-
-
-def _dynaeval_line(opts: DynaEvalTrainingOptions, s: dict) -> str:
-    test = (f"; test pair accuracy {s['test_pair_accuracy']:.4f} (adjacent cosine, untrained: "
-            f"{s['test_adjacent_cosine_pair_accuracy']:.4f})" if "test_pair_accuracy" in s else "")
-    return (f"best validation pair accuracy {s['best_val_pair_accuracy']:.4f} at step {s['best_step']} of "
-            f"{s['steps']}{test}; {_checkpoint(opts)}")
-
-
-def _bert_ruber_line(opts: BertRuberTrainingOptions, s: dict) -> str:
-    return (f"best {opts.selection} {s[f'best_{opts.selection}']:.4f} at step {s['best_step']} of {s['steps']} "
-            f"({s['total_seconds']:.0f} s); {_checkpoint(opts)}")
-
-
-def _pone_line(opts: PoneTrainingOptions, s: dict) -> str:
-    return (f"{s['variant']}: best {opts.selection} {s[f'best_{opts.selection}']:.4f} at step {s['best_step']} "
-            f"({s['total_seconds']:.0f} s); {_checkpoint(opts)}")
-
-
-def _rade_line(opts: RadeTrainingOptions, s: dict) -> str:
-    test = s.get("test_correlations", {})
-    tested = "".join(f"; test {name} Pearson {v['pearson']:.3f} / Spearman {v['spearman']:.3f}"
-                     for name, v in test.items() if name != "all")
-    return (f"stage {opts.stage}: best val_correlation {s['best_val_correlation']:.4f} at step {s['best_step']} of "
-            f"{s['steps']}{tested}; {_checkpoint(opts)} (for scoring: {s['scoring_checkpoint']})")
-
-
-def _amr_eval_line(opts: AmrEvalTrainingOptions, s: dict) -> str:
-    test = "".join(f"; test positive vs {kind}: accuracy {v['accuracy']:.3f}, AUC {v['auc']:.3f}"
-                   for kind, v in s["test_discrimination"].items())
-    return (f"amr-eval ({s['graph_source']}): best val_accuracy {s['best_val_accuracy']:.4f} at step "
-            f"{s['best_step']} of {s['steps']}{test}; {_checkpoint(opts)}")
-
-
-def _amr_parser_line(opts: AmrParserTrainingOptions, s: dict) -> str:
-    test = "".join(f"; test Smatch {name} {v['f1']:.3f}" for name, v in s["test_smatch"].items())
-    return (f"amr-parser: best val_smatch {s['best_val_smatch']:.4f} at step {s['best_step']} of {s['steps']}{test} "
-            f"({s['test_sentences_per_second']} sentences/s); {_checkpoint(opts)}")
-
-
-RECIPES: dict[str, Recipe] = {
-    "grade": Recipe(GradeTrainingOptions, "dialeval.metrics.grade.train", _grade_line),
-    "dynaeval": Recipe(DynaEvalTrainingOptions, "dialeval.metrics.dynaeval.train", _dynaeval_line),
-    "bert-ruber": Recipe(BertRuberTrainingOptions, "dialeval.metrics.bert_ruber.train", _bert_ruber_line),
-    "pone": Recipe(PoneTrainingOptions, "dialeval.metrics.pone.train", _pone_line),
-    "rade": Recipe(RadeTrainingOptions, "dialeval.metrics.rade.train", _rade_line),
-    "amr-eval": Recipe(AmrEvalTrainingOptions, "dialeval.metrics.amr_eval.train", _amr_eval_line),
-    "amr-parser": Recipe(AmrParserTrainingOptions, "dialeval.metrics.amr_eval.parser_train", _amr_parser_line),
-}
+def recipes() -> dict[str, tuple[str, RecipeSpec]]:
+    """Every training command of every metric's spec: command name -> (metric name, recipe)."""
+    found: dict[str, tuple[str, RecipeSpec]] = {}
+    for spec in all_specs():
+        for recipe in spec.recipes:
+            if recipe.command in found:
+                raise ValueError(f"training command {recipe.command!r} is declared by metrics "
+                                 f"{found[recipe.command][0]!r} and {spec.name!r}")
+            found[recipe.command] = (spec.name, recipe)
+    return found
 
 
 #: The exit status of a run that ``--max-minutes`` stopped before its last step (state saved; rerun to resume).
 STOPPED_EXIT_CODE = 3
 
 
-def _handler(recipe: Recipe) -> Callable[[TrainingOptions], None]:
+def _handler(recipe: RecipeSpec) -> Callable[[TrainingOptions], None]:
     def handle(opts: TrainingOptions) -> None:
         summary = recipe.run(opts)
         if opts.prepare_only:
@@ -104,11 +45,81 @@ def _handler(recipe: Recipe) -> Callable[[TrainingOptions], None]:
                        f"is saved in {opts.output_dir}: run the same command again to resume", err=True)
             raise typer.Exit(STOPPED_EXIT_CODE)
         else:
-            typer.echo(recipe.summary_line(opts, summary))
+            typer.echo(recipe.describe(opts, summary))
 
     return handle
 
 
-for _name, _recipe in RECIPES.items():
-    train_app.command(_name)(typer_command(_recipe.options, _handler(_recipe),
-                                           help=(_recipe.options.__doc__ or "").strip()))
+def add_train_commands(app: typer.Typer, commands: dict[str, tuple[str, RecipeSpec]]) -> typer.Typer:
+    """One ``dialeval train <command>`` per recipe, its flags generated from the recipe's options dataclass."""
+    for name, (_, recipe) in commands.items():
+        options = recipe.options_class()
+        app.command(name)(typer_command(options, _handler(recipe), help=(options.__doc__ or "").strip()))
+    return app
+
+
+add_train_commands(train_app, recipes())
+
+
+# ``dialeval train-speed <metric>``: the same recipe flags, plus what the benchmark measures.
+speed_app = typer.Typer(no_args_is_help=True, help=(
+    "Time optimizer steps of a recipe's real batches under several settings (precision, threads, batch size, "
+    "length bucketing), round-robin in one process; prints steps/s, examples/s and the ratio to the first setting."))
+
+_SPEED_PARAMS = {
+    "settings": (str, typer.Option(
+        "fp32,bf16,fp32+bucket,bf16+bucket", "--settings",
+        help="Comma-separated settings, each parts joined by '+': fp32 or bf16 (autocast), longest (the recipe's "
+             "padding) or bucket (rows of similar length batched together), threads=N, batch=N. The first is the "
+             "reference of the ratio.")),
+    "steps": (int, typer.Option(20, "--steps", min=1, help="Timed optimizer steps per setting and round.")),
+    "rounds": (int, typer.Option(3, "--rounds", min=1, help="Rounds over all settings (round-robin).")),
+    "warmup": (int, typer.Option(1, "--warmup", min=0, help="Untimed steps before each timed block.")),
+    "json_output": (bool, typer.Option(False, "--json", help="Print the measurements as JSON instead of the table.")),
+}
+
+
+def _speed_handler(name: str, recipe: RecipeSpec, extra: dict[str, Any]) -> Callable[[TrainingOptions], None]:
+    def handle(opts: TrainingOptions) -> None:
+        from ..training.runs import paper_budget
+        from ..training.speed import format_table, parse_settings, report_json, run_speed_benchmark
+
+        settings = parse_settings(extra["settings"])
+        module = importlib.import_module(recipe.module)
+        budget = paper_budget(getattr(module, "METRIC", None), getattr(opts, "stage", None))
+        report = run_speed_benchmark(module.run, opts, settings, metric=name, steps=extra["steps"],
+                                     rounds=extra["rounds"], warmup=extra["warmup"],
+                                     examples_unit=budget.unit if budget else "examples",
+                                     echo=lambda line: typer.echo(line, err=True))
+        typer.echo(report_json(report) if extra["json_output"] else format_table(report))
+
+    return handle
+
+
+def speed_command(name: str, recipe: RecipeSpec) -> Callable[..., None]:
+    """The ``dialeval train-speed <name>`` command: every flag of ``dialeval train <name>`` (the options the recipe
+    builds its model and batches with; ``--output-dir`` is the prepared folder, read, never written) and the
+    benchmark's own (``--settings``, ``--steps``, ``--rounds``, ``--warmup``, ``--json``)."""
+    options = recipe.options_class()
+    base = inspect.signature(typer_command(options, lambda opts: None, help=""))
+    clash = set(base.parameters) & set(_SPEED_PARAMS)
+    if clash:
+        raise TypeError(f"{options.__name__} has options named like the benchmark's: {sorted(clash)}")
+    params = [*base.parameters.values(),
+              *(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+                for key, (kind, default) in _SPEED_PARAMS.items())]
+
+    def command(**values: Any) -> None:
+        extra = {key: values.pop(key) for key in _SPEED_PARAMS}
+        typer_command(options, _speed_handler(name, recipe, extra), help="")(**values)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__doc__ = (f"Training speed of `dialeval train {name}` on this device: its model and real batches, "
+                       "built by the recipe from the prepared --output-dir (a temporary copy; without prepared.json "
+                       "the recipe prepares it first), timed under each of --settings.")
+    command.__name__ = f"{options.__name__}Speed"
+    return command
+
+
+for _name, (_, _recipe) in recipes().items():
+    speed_app.command(_name)(speed_command(_name, _recipe))

@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import DialevalError, InputFileError
 from ..evaluation import corpus_summary, markdown_report, read_results
 from ..evaluation.runner import comparison
+from ..scoring.registry import metric_spec
 
 #: Keys of a benchmark result that a card reads; the rest (per-item arrays, timing metadata) is not stored.
 STORED_KEYS = ("metric", "benchmark", "split", "level", "signature", "rows", "diagnostics")
@@ -119,6 +120,8 @@ def rounded(value: Any) -> Any:
 
 def load_results(metric: str, known_metrics: Iterable[str], root: str | os.PathLike | None = None
                  ) -> list[dict[str, Any]]:
+    """The stored results a card is rendered from, checked (:func:`check_results`) and complete: ``metric`` is
+    measured on every benchmark of its spec's ``card_benchmarks``."""
     path = results_path(metric, root)
     if not path.is_file():
         raise CardError(f"{path} does not exist: run `dialeval benchmark` and `dialeval cards collect --metric "
@@ -128,6 +131,11 @@ def load_results(metric: str, known_metrics: Iterable[str], root: str | os.PathL
     except InputFileError as err:
         raise CardError(str(err)) from None
     check_results(metric, results, known_metrics, source=str(path))
+    measured = {res["benchmark"] for res in results if res["metric"] == metric}
+    missing = [name for name in metric_spec(metric).card_benchmarks if name not in measured]
+    if missing:
+        raise CardError(f"{path}: no result of {metric!r} on {', '.join(missing)}, which its spec's "
+                        "card_benchmarks name: benchmark it there and collect again")
     return results
 
 

@@ -1,9 +1,9 @@
 """The shared body of the Hugging Face Spaces ``metrics/<m>/app.py``: a form in, the score and signature out.
 
-An ``app.py`` describes its Space with :class:`Space` (metric name, title, which text boxes) and calls
-:meth:`Space.build`, which imports gradio (installed on a Space, not needed by the library). Reading the form
-(:meth:`Space.request`) and writing the answer (:meth:`Space.report`) are plain functions of text, testable without
-gradio.
+A metric's spec (:class:`~dialeval.scoring.spec.SpaceSpec`) describes its Space (title, words, which text boxes);
+``metrics/<m>/app.py`` takes ``SPACES[m]`` and calls :meth:`Space.build`, which imports gradio (installed on a Space,
+not needed by the library). Reading the form (:meth:`Space.request`) and writing the answer (:meth:`Space.report`)
+are plain functions of text, testable without gradio.
 
 Examples: a Space exported by ``dialeval release`` has an ``examples.json`` beside its ``app.py``, items of the
 benchmark data with their human ratings (:func:`write_examples`). Run from a checkout, where no such file exists,
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
 from ..scoring.base import ScoreOutput, Scorer
-from ..scoring.registry import load_scorer
+from ..scoring.registry import all_specs, load_scorer, metric_spec
 
 __all__ = ["EXAMPLES_FILE", "FIELDS", "SPACES", "Example", "Space", "bundled_examples", "read_examples", "split_turns",
            "write_examples"]
@@ -169,31 +169,33 @@ class Space:
                             article=f"{origin}\n\n{notes}", cache_examples=False, flagging_mode="never")
 
 
-#: The Space of each learned metric; ``metrics/<m>/app.py`` builds ``SPACES[m]``.
-SPACES: dict[str, Space] = {space.metric: space for space in (
-    Space("amr_eval", title="AMR-enhanced evaluator: response appropriateness (dialeval)",
-          score_label="SLM probability (appropriate)",
-          description="The small model of the AMR-enhanced evaluator: the probability that the response is an "
-                      "appropriate reply, from the text and the graphs of the context and the response (spaCy "
-                      "dependency graphs standing in for AMR). The LLM judge is not run here. Runs offline on CPU."),
-    Space("bert_ruber", title="BERT-RUBER: referenced + unreferenced response score (dialeval)",
-          score_label="BERT-RUBER hybrid (min)", fields=("context", "response", "reference"),
-          details={"unreferenced": "unreferenced_scores", "referenced cosine": "referenced_scores"},
-          description="The hybrid of the unreferenced score and the reference cosine, each normalised with ranges "
-                      "fixed at training time, so an item's score does not depend on other items. Runs offline on "
-                      "CPU."),
-    Space("dynaeval", title="DynaEval: dialogue-level coherence (dialeval)", score_label="DynaEval score",
-          fields=("dialogue",),
-          description="Coherence of a whole conversation from a speaker-aware utterance graph; unbounded, higher is "
-                      "better. Runs offline on CPU."),
-    Space("grade", title="GRADE: graph-enhanced coherence metric (dialeval)", score_label="GRADE score",
-          description="Coherence of a response with its context, in (0, 1); the last two context turns are read. "
-                      "Runs offline on CPU."),
-    Space("pone", title="PONE: unreferenced response score (dialeval)", score_label="PONE score",
-          description="How appropriate a response is to its context, in (0, 1), without a reference. Runs offline on "
-                      "CPU."),
-    Space("rade", title="RADE: reference-assisted response score (dialeval)", score_label="RADE score (1-5)",
-          fields=("context", "response", "reference"),
-          description="The human-scale (1-5) score of a response, read beside its context and a reference response, "
-                      "from a model trained on RADE's annotations. Runs offline on CPU."),
-)}
+class _SpacesFromSpecs(Mapping[str, Space]):
+    """Each metric's Space, made once from the ``space`` of its :class:`~dialeval.scoring.spec.MetricSpec` (metrics
+    added with :func:`~dialeval.scoring.registry.register` included); ``metrics/<m>/app.py`` builds ``SPACES[m]``."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Space] = {}
+
+    @staticmethod
+    def _names() -> list[str]:
+        return sorted(s.name for s in all_specs() if s.space is not None)
+
+    def __getitem__(self, metric: str) -> Space:
+        if metric not in self._names():
+            raise KeyError(metric)
+        if metric not in self._built:
+            spec = metric_spec(metric).space
+            self._built[metric] = Space(metric, title=spec.title, description=spec.description,
+                                        score_label=spec.score_label, fields=tuple(spec.fields),
+                                        details=dict(spec.details))
+        return self._built[metric]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+#: The Space of each metric that declares one.
+SPACES: Mapping[str, Space] = _SpacesFromSpecs()

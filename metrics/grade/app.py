@@ -1,7 +1,7 @@
 """A Hugging Face Space for GRADE: type a context and a response, get the coherence score.
 
-The Space is defined once, in ``dialeval.interfaces.space.SPACES``; an exported Space has ``examples.json`` beside
-this file.
+The Space is declared once, in the metric's spec (``dialeval/metrics/<m>/spec.py``); an exported Space has
+``examples.json`` beside this file.
 """
 
 from pathlib import Path

@@ -22,7 +22,7 @@ from dialeval.baselines.glove import (
     tokenize,
 )
 from dialeval.baselines.overlap import Bleu4Scorer, RougeLScorer
-from dialeval.scoring.registry import METRICS
+from dialeval.scoring.registry import metric_spec
 
 GLOVE = (EmbeddingAverageScorer, VectorExtremaScorer, GreedyMatchingScorer)
 MAX_OVER_REFS = (RougeLScorer, *GLOVE, BertScoreScorer)
@@ -91,7 +91,7 @@ def test_registry_names_resolve_to_these_classes():
         "context_cosine": ContextCosineScorer,
     }
     for name, cls in expected.items():
-        assert METRICS[name].endswith(":" + cls.__name__)
+        assert metric_spec(name).scorer.endswith(":" + cls.__name__)
         assert cls.name == name
         assert cls.requires_references == (name != "context_cosine")
     assert isinstance(load_scorer("bleu4"), Bleu4Scorer)
@@ -306,4 +306,4 @@ def test_adjacent_cosine_is_the_cosine_with_the_last_context_turn(encoder):
     assert turn == pytest.approx([cos(1, 2), cos(2, 3)], abs=1e-6)  # the earlier turns play no part
     dialogue = scorer.score_dialogues(dialogues=[turns]).scores[0]
     assert dialogue == pytest.approx(np.mean([cos(0, 1), cos(1, 2), cos(2, 3)]), abs=1e-6)
-    assert METRICS["adjacent_cosine"].endswith(":AdjacentCosineScorer") and not scorer.requires_references
+    assert metric_spec("adjacent_cosine").scorer.endswith(":AdjacentCosineScorer") and not scorer.requires_references

@@ -49,7 +49,7 @@ def _option_names(path: tuple[str, ...]) -> list[str]:
     ctx = click.Context(command)
     for name in path:
         command = command.get_command(ctx, name)
-    return [name for p in command.params if isinstance(p, click.Option) and not p.hidden
+    return [name for p in command.params if p.param_type_name == "option" and not getattr(p, "hidden", False)
             for name in (*p.opts, *p.secondary_opts)]
 
 

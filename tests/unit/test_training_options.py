@@ -12,7 +12,7 @@ import torch
 from typer.testing import CliRunner
 
 from dialeval.cli import app
-from dialeval.cli.train import RECIPES
+from dialeval.cli.train import recipes
 from dialeval.training import (
     DeviceUnavailable,
     TrainingOptions,
@@ -22,6 +22,7 @@ from dialeval.training import (
 )
 from dialeval.training.options import option_help, option_specs, typer_command
 
+RECIPES = {command: recipe for command, (_, recipe) in recipes().items()}
 RECIPE_NAMES = sorted(RECIPES)
 
 
@@ -38,7 +39,7 @@ def test_every_recipe_is_registered():
 
 @pytest.mark.parametrize("name", RECIPE_NAMES)
 def test_the_command_exposes_every_field_with_its_default_and_help(name):
-    options_cls = RECIPES[name].options
+    options_cls = RECIPES[name].options_class()
     params = {p.name: p for p in _click_command(name).params}
     specs = option_specs(options_cls)
     assert sorted(params) == sorted(f.name for f in fields(options_cls)) == sorted(s.name for s in specs)
@@ -348,5 +349,5 @@ def test_recipes_encode_on_the_training_device(recipe, tmp_path, monkeypatch):
     monkeypatch.setattr(module, "Encoder", encoder)
     monkeypatch.setattr(module, "training_device", lambda spec: f"resolved {spec}")
     with pytest.raises(_Stop):
-        RECIPES[recipe].run(RECIPES[recipe].options(output_dir=str(tmp_path), device="cuda:1"))
+        RECIPES[recipe].run(RECIPES[recipe].options_class()(output_dir=str(tmp_path), device="cuda:1"))
     assert asked == ["resolved cuda:1"]

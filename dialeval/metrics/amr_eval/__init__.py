@@ -1,8 +1,9 @@
 """The AMR-enhanced dialogue evaluator (Yang et al., "Structured Information Matters: Incorporating AMR into LLMs
-for Improved Open-Domain Dialogue Evaluation"; original code Bernard-Yang/SIMAMR). Built so far (issue 15): the
-graph layer and the training examples; the model is ``dialeval.modeling.amr_eval``.
+for Improved Open-Domain Dialogue Evaluation"; original code Bernard-Yang/SIMAMR): the graph layer, the training examples, the small model's scorer and
+the LLM judge; the model is ``dialeval.modeling.amr_eval``.
 
 - :mod:`.graphs` -- :class:`SimpleGraph` and :func:`simplify` (PENMAN -> simplified concept/relation graph);
+- :mod:`.graph_source_base` -- :class:`GraphSource`, what every source of utterance graphs provides;
 - :mod:`.graph_sources` -- where utterance graphs come from (:class:`PenmanGraphs`, :class:`AmrlibParser`,
   :class:`ParserGraphs`, :class:`DependencyGraphs`), picked by :func:`load_graph_source`;
 - :mod:`.parser` -- the project's small AMR parser's output tokens (:class:`~.parser.ParserVocabulary`) and the
@@ -16,81 +17,61 @@ graph layer and the training examples; the model is ``dialeval.modeling.amr_eval
   (G-Eval baseline), through a backend of :mod:`.judge_backends`.
 
 No module here is called ``amr``: the ``smatch`` package installs a top-level module of that name.
+
+The names below are imported from their modules on first use (so that reading the metric's spec, ``.spec``, does
+not import the judge, the graph sources and their dependencies).
 """
 
-from .amr_corpora import AMR_CORPORA, iter_penman_file, read_amr_corpus, smatch_f1
-from .data import Example, dailydialog_pp_examples
-from .graph_cache import CachedGraphs, default_graph_cache_dir
-from .graph_sources import (
-    GRAPH_SOURCES,
-    AmrlibParser,
-    AmrParserUnavailable,
-    DependencyGraphs,
-    GraphSource,
-    ParserGraphs,
-    PenmanGraphs,
-    load_graph_source,
-    sentence_key,
-)
-from .graphs import GRAPH_FORMAT_VERSION, SimpleGraph, simplify
-from .judge import (
-    PROMPT_VERSION,
-    JudgeCache,
-    JudgeItem,
-    JudgeResult,
-    JudgeSummary,
-    LlmJudge,
-    Rating,
-    RatingError,
-    judge_messages,
-    rating_from_completion,
-)
-from .judge_backends import (
-    Completion,
-    JudgeBackend,
-    JudgeBackendError,
-    LlmBackendUnavailable,
-    OpenAICompatibleBackend,
-    TransformersBackend,
-    TransientBackendError,
-)
+from __future__ import annotations
 
-__all__ = [
-    "AMR_CORPORA",
-    "GRAPH_FORMAT_VERSION",
-    "GRAPH_SOURCES",
-    "PROMPT_VERSION",
-    "AmrParserUnavailable",
-    "AmrlibParser",
-    "CachedGraphs",
-    "Completion",
-    "DependencyGraphs",
-    "Example",
-    "GraphSource",
-    "JudgeBackend",
-    "JudgeBackendError",
-    "JudgeCache",
-    "JudgeItem",
-    "JudgeResult",
-    "JudgeSummary",
-    "LlmBackendUnavailable",
-    "LlmJudge",
-    "OpenAICompatibleBackend",
-    "ParserGraphs",
-    "PenmanGraphs",
-    "Rating",
-    "RatingError",
-    "SimpleGraph",
-    "TransformersBackend",
-    "TransientBackendError",
-    "dailydialog_pp_examples",
-    "default_graph_cache_dir",
-    "iter_penman_file",
-    "judge_messages",
-    "load_graph_source",
-    "rating_from_completion",
-    "read_amr_corpus",
-    "sentence_key",
-    "simplify",
-    "smatch_f1",
-]
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "AMR_CORPORA": "amr_corpora",
+    "AmrParserUnavailable": "graph_sources",
+    "AmrlibParser": "graph_sources",
+    "CachedGraphs": "graph_cache",
+    "Completion": "judge_backends",
+    "DependencyGraphs": "graph_sources",
+    "Example": "data",
+    "GRAPH_FORMAT_VERSION": "graphs",
+    "GRAPH_SOURCES": "graph_sources",
+    "GraphSource": "graph_source_base",
+    "JudgeBackend": "judge_backends",
+    "JudgeBackendError": "judge_backends",
+    "JudgeCache": "judge",
+    "JudgeItem": "judge",
+    "JudgeResult": "judge",
+    "JudgeSummary": "judge",
+    "LlmBackendUnavailable": "judge_backends",
+    "LlmJudge": "judge",
+    "OpenAICompatibleBackend": "judge_backends",
+    "PROMPT_VERSION": "judge",
+    "ParserGraphs": "graph_sources",
+    "PenmanGraphs": "graph_sources",
+    "Rating": "judge",
+    "RatingError": "judge",
+    "SimpleGraph": "graphs",
+    "TransformersBackend": "judge_backends",
+    "TransientBackendError": "judge_backends",
+    "dailydialog_pp_examples": "data",
+    "default_graph_cache_dir": "graph_cache",
+    "iter_penman_file": "amr_corpora",
+    "judge_messages": "judge",
+    "load_graph_source": "graph_sources",
+    "rating_from_completion": "judge",
+    "read_amr_corpus": "amr_corpora",
+    "sentence_key": "graph_sources",
+    "simplify": "graphs",
+    "smatch_f1": "amr_corpora",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """``dialeval.metrics.amr_eval.X``: ``X`` from the module that defines it, imported now."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)

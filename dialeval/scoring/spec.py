@@ -1,0 +1,122 @@
+"""What a metric is, declared once beside its code: :class:`MetricSpec`.
+
+Every place that lists metrics reads the specs: the registry (``load_scorer``, ``dialeval list``), ``dialeval
+train`` (its recipes), ``dialeval export`` (its model class), the Spaces and the release (its demo), the
+``evaluate`` modules and the cards (the benchmarks its card reports). A metric declares its spec in
+``dialeval/metrics/<package>/spec.py`` (``SPECS``, a tuple: a package may hold several metrics, e.g. BERT-RUBER and
+its unreferenced half); the baselines declare theirs in ``dialeval/baselines/spec.py``. Adding a metric is one spec
+plus its folders (``dialeval/metrics/<m>/``, ``modeling/<m>/``, ``metrics/<m>/``, its checkpoint and card results).
+
+A spec module imports nothing heavy: classes are named as ``"module:Class"`` strings and imported when used, so
+listing the metrics never imports torch or a model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any, Literal
+
+__all__ = ["ExportSpec", "MetricSpec", "RecipeSpec", "SpaceSpec", "best_checkpoint", "import_object"]
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_COMMAND = re.compile(r"[a-z][a-z0-9-]*")
+
+
+def import_object(path: str) -> Any:
+    """The object a ``"package.module:Name"`` string names."""
+    module, sep, name = path.partition(":")
+    if not sep or not module or not name:
+        raise ValueError(f"{path!r} is not 'module:Name'")
+    return getattr(import_module(module), name)
+
+
+def best_checkpoint(opts: Any) -> str:
+    """The end of a run's summary line: where its chosen checkpoint is."""
+    return f"checkpoint: {opts.output_dir}/best"
+
+
+@dataclass(frozen=True)
+class RecipeSpec:
+    """One training command, ``dialeval train <command>``."""
+
+    #: the command's name (words joined by '-', e.g. ``amr-parser``)
+    command: str
+    #: ``"module:Class"`` of the recipe's :class:`~dialeval.training.options.TrainingOptions` dataclass
+    options: str
+    #: the module holding ``run(opts) -> summary`` (imported when the command runs: it pulls in torch, datasets...)
+    module: str
+    #: ``"module:function"``: ``function(opts, summary) -> str``, the line printed when a run ends
+    summary_line: str
+
+    def __post_init__(self) -> None:
+        if not _COMMAND.fullmatch(self.command):
+            raise ValueError(f"recipe command {self.command!r}: lower-case words joined by '-'")
+
+    def options_class(self) -> type:
+        return import_object(self.options)
+
+    def run(self, opts: Any) -> dict:
+        return import_module(self.module).run(opts)
+
+    def describe(self, opts: Any, summary: dict) -> str:
+        return import_object(self.summary_line)(opts, summary)
+
+
+@dataclass(frozen=True)
+class ExportSpec:
+    """How a learned metric's checkpoint becomes a complete Hub folder (``dialeval export``)."""
+
+    #: ``"module:Class"`` of the metric's ``PreTrainedModel``
+    model_class: str
+    #: config field naming the text encoder whose tokenizer makes the model's input ids (None: inputs are vectors)
+    tokenizer_config_field: str | None = None
+
+
+@dataclass(frozen=True)
+class SpaceSpec:
+    """A metric's demo page (a Gradio Space): its title and words, the text boxes (names of
+    :data:`dialeval.interfaces.space.FIELDS`, in order) and ``details`` (label -> a metadata key holding one value
+    per item, shown under the score)."""
+
+    title: str
+    description: str
+    score_label: str
+    fields: tuple[str, ...] = ("context", "response")
+    details: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """Everything the library needs to know about one metric (see the module docstring)."""
+
+    #: the one name, everywhere: registry, ``evaluate`` module (``dialeval/<name>``), card, Space, export
+    name: str
+    #: ``"module:Class"`` of its :class:`~dialeval.scoring.base.Scorer`
+    scorer: str
+    kind: Literal["baseline", "learned", "combined"] = "learned"
+    #: other spellings the command line accepts for ``name`` (e.g. ``bert-ruber``)
+    aliases: tuple[str, ...] = ()
+    #: its training commands (``dialeval train <command>``)
+    recipes: tuple[RecipeSpec, ...] = ()
+    #: how ``dialeval export`` writes its checkpoint as a Hub folder (None: not exported)
+    export: ExportSpec | None = None
+    #: its demo page (None: no Space)
+    space: SpaceSpec | None = None
+    #: whether ``metrics/<name>/`` holds its ``evaluate`` module (installed as ``dialeval.evaluate_modules.<name>``)
+    evaluate_module: bool = False
+    #: the benchmarks its card reports (``hub_cards/results/<name>.json`` holds its results on each of them)
+    card_benchmarks: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not _NAME.fullmatch(self.name):
+            raise ValueError(f"metric name {self.name!r}: letters, digits and '_', starting with a letter")
+        if self.kind not in ("baseline", "learned", "combined"):
+            raise ValueError(f"metric {self.name!r}: kind must be baseline, learned or combined, got {self.kind!r}")
+        if (self.space is not None or self.card_benchmarks) and not self.evaluate_module:
+            raise ValueError(f"metric {self.name!r}: a Space or a card needs the metric's evaluate module folder")
+
+    def scorer_class(self) -> type:
+        return import_object(self.scorer)
