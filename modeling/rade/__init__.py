@@ -8,10 +8,17 @@ package.
 from transformers import AutoConfig, AutoModel
 
 from .configuration_rade import BACKBONES, MINILM_L6_ENCODER_CONFIG, POOLINGS, RadeConfig
-from .modeling_rade import RadeModel, RadeOutput, RadePreTrainedModel, map_bert_keys, warm_start_state_dict
+from .modeling_rade import (
+    RadeModel,
+    RadeOutput,
+    RadePreTrainedModel,
+    bert_weights,
+    is_adapter_weight,
+    warm_start_state_dict,
+)
 
 AutoConfig.register(RadeConfig.model_type, RadeConfig, exist_ok=True)
 AutoModel.register(RadeConfig, RadeModel, exist_ok=True)
 
 __all__ = ["BACKBONES", "MINILM_L6_ENCODER_CONFIG", "POOLINGS", "RadeConfig", "RadeModel", "RadeOutput",
-           "RadePreTrainedModel", "map_bert_keys", "warm_start_state_dict"]
+           "RadePreTrainedModel", "bert_weights", "is_adapter_weight", "warm_start_state_dict"]

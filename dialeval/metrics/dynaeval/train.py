@@ -46,11 +46,13 @@ import torch
 
 from ...backbone import Encoder, encoder_name
 from ...backbone.store import EmbeddingStore
+from ...evaluation.stats import win_share
 from ...training import (
     TrainingArguments,
     device_description,
     save_half_checkpoint,
     shared_loop_arguments,
+    shuffled_batches,
     stopped_summary,
     train,
     training_device,
@@ -193,7 +195,7 @@ def adjacent_cosine_accuracy(batcher: PairBatcher, pairs: list[DialoguePair]) ->
 
     original = np.array([coherence(p.original) for p in pairs])
     perturbed = np.array([coherence(p.perturbed) for p in pairs])
-    win = (original > perturbed) + 0.5 * (original == perturbed)
+    win = win_share(original, perturbed)
     kinds = np.array([p.kind for p in pairs])
     return {"pair_accuracy": float(win.mean()),
             **{f"pair_accuracy_{k}": float(win[kinds == k].mean()) for k in STRATEGIES if (kinds == k).any()}}
@@ -234,17 +236,11 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
     train_pairs, val_pairs = sets["train"].pairs, sets["validation"].pairs
     model = build_model(opts, encoder)
     del encoder
-    batches_per_epoch = len(train_pairs) // opts.batch_size
+    batches_per_epoch, epoch_batches = shuffled_batches(len(train_pairs), batch_size=opts.batch_size,
+                                                        gradient_accumulation=opts.gradient_accumulation,
+                                                        seed=opts.seed)
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation  # optimizer steps
-    if steps_per_epoch < 1:
-        raise ValueError(f"{len(train_pairs)} training pairs is less than one step of {opts.batch_size} pairs x "
-                         f"{opts.gradient_accumulation} batches: lower --batch-size or --gradient-accumulation")
     ranking = torch.nn.MarginRankingLoss(margin=MARGIN)
-
-    def epoch_batches(epoch: int):
-        order = np.random.default_rng([opts.seed, epoch]).permutation(len(train_pairs))
-        for start in range(0, batches_per_epoch * opts.batch_size, opts.batch_size):
-            yield order[start:start + opts.batch_size]
 
     def collate(indices: np.ndarray) -> dict[str, torch.Tensor]:
         return batchers["train"].collate([train_pairs[i] for i in indices])

@@ -53,6 +53,7 @@ import numpy as np
 import torch
 
 from ...backbone import Encoder
+from ...evaluation.stats import auc
 from ...training import (
     TrainingArguments,
     device_description,
@@ -119,8 +120,7 @@ def prepare(opts: GradeTrainingOptions) -> dict[str, Any]:
 
 
 def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
-    from dialeval.modeling.grade import GradeConfig, GradeModel
-    from dialeval.modeling.grade.modeling_grade import load_base_encoder_state_dict
+    from dialeval.modeling.grade import GradeConfig, GradeModel, base_encoder_state_dict
 
     config = GradeConfig(
         node_feature_dim=node_feature_dim,
@@ -134,7 +134,7 @@ def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
     )
     torch.manual_seed(opts.seed)
     model = GradeModel(config)
-    missing, unexpected = model.load_state_dict(load_base_encoder_state_dict(config.base_encoder), strict=False)
+    missing, unexpected = model.load_state_dict(base_encoder_state_dict(config.base_encoder), strict=False)
     not_encoder = [k for k in missing if k.startswith("encoder.")]
     if not_encoder or unexpected:
         raise RuntimeError(f"base encoder did not fit: missing {not_encoder[:5]}, unexpected {unexpected[:5]}")
@@ -145,7 +145,9 @@ def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
 def learns_at_head_rate(name: str) -> bool:
     """Parameters trained at ``--head-learning-rate``: everything outside the encoder, and the encoder's low-rank
     adapters (new weights, like the heads); the pretrained encoder layers get ``--learning-rate``."""
-    return not name.startswith("encoder.") or name.rpartition(".")[2].startswith("lora_")
+    from dialeval.modeling.grade import is_adapter_weight
+
+    return not name.startswith("encoder.") or is_adapter_weight(name)
 
 
 def pair_loss(pos, neg, kind: str) -> torch.Tensor:
@@ -166,9 +168,9 @@ def validation_metrics(s_pos: torch.Tensor, s_neg: torch.Tensor) -> dict[str, fl
     """Ranking loss and pair accuracy of aligned positive/negative scores, and the AUC of all positives against all
     negatives pooled over contexts (ties count half): a model that only orders replies within a context can rank
     its pairs well and still score poorly here."""
-    above = (s_pos[:, None] > s_neg[None, :]).float().mean() + 0.5 * (s_pos[:, None] == s_neg[None, :]).float().mean()
     return {"val_ranking_loss": torch.clamp(MARGIN - (s_pos - s_neg), min=0).mean().item(),
-            "val_pair_accuracy": (s_pos > s_neg).float().mean().item(), "val_pooled_auc": above.item()}
+            "val_pair_accuracy": (s_pos > s_neg).float().mean().item(),
+            "val_pooled_auc": auc(s_pos.cpu().numpy(), s_neg.cpu().numpy())}
 
 
 def save_small_checkpoint(model, path: Path, resources_dir: Path) -> None:

@@ -120,10 +120,12 @@ def build_model(opts: RadeTrainingOptions):
 def learning_rates(opts: RadeTrainingOptions):
     """Each parameter's learning rate, by name: the score regressor ``--head-learning-rate``, the encoder's low-rank
     adapters ``--adapter-learning-rate``, the pretrained encoder and decoder weights ``--learning-rate``."""
+    from ...modeling.rade import is_adapter_weight
+
     def learning_rate_of(name: str) -> float:
         if name.startswith("regressor."):
             return opts.head_learning_rate
-        if name.rpartition(".")[2].startswith("lora_"):
+        if is_adapter_weight(name):
             return opts.adapter_learning_rate
         return opts.learning_rate
     return learning_rate_of

