@@ -9,7 +9,7 @@ import typer
 
 
 def export_command(
-    metric: Annotated[str, typer.Option(help="Learned metric: grade, dynaeval, bert_ruber or pone.")],
+    metric: Annotated[str, typer.Option(help="Learned metric (dialeval list; those whose spec has an export).")],
     output_dir: Annotated[Path, typer.Option(help="Folder to write (must not exist or be empty).")],
     checkpoint: Annotated[str, typer.Option(help=(
         "'default' (the shipped checkpoint), a checkpoint folder or a training run folder."))] = "default",

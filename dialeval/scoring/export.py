@@ -28,7 +28,6 @@ import ast
 import json
 import os
 import shutil
-from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 
@@ -36,27 +35,9 @@ import torch
 
 from ..errors import CheckpointNotFoundError, OutputFolderError, UnknownNameError
 from .checkpoints import resolve_checkpoint
-from .registry import scorer_class
+from .registry import all_specs, metric_spec, scorer_class
+from .spec import ExportSpec
 
-
-@dataclass(frozen=True)
-class ExportableModel:
-    """How one learned metric's checkpoint becomes a full folder."""
-
-    #: ``"module:Class"`` of the metric's ``PreTrainedModel``
-    model_class: str
-    #: config field naming the text encoder whose tokenizer makes the model's input ids (None: inputs are vectors)
-    tokenizer_config_field: str | None = None
-
-
-EXPORTABLE: dict[str, ExportableModel] = {
-    "amr_eval": ExportableModel("dialeval.modeling.amr_eval:AmrEvalModel", tokenizer_config_field="base_encoder"),
-    "grade": ExportableModel("dialeval.modeling.grade:GradeModel", tokenizer_config_field="base_encoder"),
-    "dynaeval": ExportableModel("dialeval.modeling.dynaeval:DynaEvalModel"),
-    "bert_ruber": ExportableModel("dialeval.modeling.bert_ruber:BertRuberModel"),
-    "pone": ExportableModel("dialeval.modeling.bert_ruber:PoneModel"),
-    "rade": ExportableModel("dialeval.modeling.rade:RadeModel", tokenizer_config_field="base_encoder"),
-}
 
 # Files of a checkpoint folder that the model's `save_pretrained` writes anew; every other file is copied.
 _MODEL_FILE_SUFFIXES = (".safetensors", ".bin", ".safetensors.index.json", ".bin.index.json", ".py")
@@ -117,7 +98,8 @@ def refresh_shared_model_code(root: str | os.PathLike | None = None) -> list[Pat
 
 
 def exportable_metrics() -> list[str]:
-    return sorted(EXPORTABLE)
+    """The metrics whose spec says how to export them (:class:`~dialeval.scoring.spec.ExportSpec`)."""
+    return sorted(s.name for s in all_specs() if s.export is not None)
 
 
 def export_checkpoint(metric: str, checkpoint: str | os.PathLike | None, output_dir: str | os.PathLike, *,
@@ -128,9 +110,9 @@ def export_checkpoint(metric: str, checkpoint: str | os.PathLike | None, output_
     ``output_dir`` must not exist or be empty, unless ``overwrite`` (then it is replaced once the new folder is
     complete).
     """
-    if metric not in EXPORTABLE:
+    if metric not in exportable_metrics():
         raise UnknownNameError("metric", metric, exportable_metrics(), extra="; only learned metrics are exported")
-    spec = EXPORTABLE[metric]
+    spec = metric_spec(metric).export
     scorer = scorer_class(metric)  # where its checkpoints live and how one is trained
     source = resolve_checkpoint(checkpoint, scorer.checkpoint_dir, scorer.train_command)
     out = Path(output_dir)
@@ -173,7 +155,7 @@ def _check_output_dir(out: Path, source: Path, overwrite: bool) -> None:
                                 "choose another folder")
 
 
-def _load_full_model(spec: ExportableModel, source: Path, metric: str) -> torch.nn.Module:
+def _load_full_model(spec: ExportSpec, source: Path, metric: str) -> torch.nn.Module:
     """The checkpoint's model with every weight present, in float32 (GRADE fills its frozen encoder layers)."""
     from .learned import load_pretrained
 
