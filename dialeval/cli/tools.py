@@ -23,7 +23,7 @@ bench_app = typer.Typer(no_args_is_help=True, help=(
     "Correlations with human judgements: `dialeval benchmark`; items/s at 10^3..10^6 rows: "
     "`dialeval scale-benchmark`."))
 checkpoint_app = typer.Typer(no_args_is_help=True, help=(
-    "Bring a checkpoint written by an older dialeval up to date, in place."))
+    "Work on a checkpoint folder in place: store it in float16, add calibration ranges, record how it was trained."))
 grade_app = typer.Typer(no_args_is_help=True, help=(
     "GRADE's commonsense graph: coverage of its inputs, the graph tables, node-embedding experiments."))
 graph_app = typer.Typer(no_args_is_help=True, help=(
@@ -84,10 +84,7 @@ def bench_grade(
     from ..evaluation import emit_measurements
     from ..metrics.grade.bench import run
 
-    result = run(checkpoint, batch_size, data_dir, large)
-    if json_path:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-    emit_measurements(result, json_path, width=26)
+    emit_measurements(run(checkpoint, batch_size, data_dir, large), json_path, width=26)
 
 
 @bench_app.command("dynaeval")
@@ -101,17 +98,12 @@ def bench_dynaeval(
 ) -> None:
     """DynaEval speed on CPU over the 125 FED dialogues: cold, cached and batched (dialeval.metrics.dynaeval.bench).
     Needs the data directory."""
-    import torch
-
+    from ..backbone.device import set_torch_threads
     from ..evaluation import emit_measurements
     from ..metrics.dynaeval.bench import run
 
-    if threads:
-        torch.set_num_threads(threads)
-    result = run(checkpoint, batch_size, data_dir)
-    if json_path:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-    emit_measurements(result, json_path, width=30)
+    set_torch_threads(threads)
+    emit_measurements(run(checkpoint, batch_size, data_dir), json_path, width=30)
 
 
 # -- dialeval checkpoint ... -------------------------------------------------------------------------------------
@@ -150,6 +142,23 @@ def checkpoint_calibrate(
     ranges = calibrate_from_data(checkpoint, data_dir=data_dir, seed=seed, max_val_positives=max_val_positives,
                                  embedding_dir=embedding_dir)
     typer.echo(json.dumps(ranges.config_fields(), indent=1))
+
+
+@checkpoint_app.command("record")
+def checkpoint_record(
+    checkpoint: Annotated[Path, typer.Option(help="Checkpoint folder (holds config.json) that the run made.")],
+    run: Annotated[Path, typer.Option(help="The finished training run folder it came from.")],
+    command: Annotated[str, typer.Option(help="The command that trained it, as typed.")],
+    commit: Annotated[str, typer.Option(help="The dialeval commit the run's code was at.")],
+    beside: Annotated[str, typer.Option(help=(
+        "What else ran on the machine during the run (its speed depends on it), e.g. 'nothing'."))],
+) -> None:
+    """Write the checkpoint's training.json: command, commit, examples seen against the paper's budget, optimizer
+    steps, hours, device, precision, threads and the validation figure that chose it (dialeval.training.runs)."""
+    from ..training.runs import write_training_record
+
+    path = write_training_record(run, checkpoint, command=command, commit=commit, beside=beside)
+    typer.echo(path.read_text(encoding="utf-8"))
 
 
 # -- dialeval grade ... ------------------------------------------------------------------------------------------

@@ -382,9 +382,11 @@ def corpus_summary(rows: list[dict[str, Any]]) -> str:
 
 
 def emit_measurements(result: dict[str, Any], json_path: str | os.PathLike | None, *, width: int = 26) -> None:
-    """Print a speed benchmark's ``key: value`` lines and, when ``json_path`` is given, write them as JSON."""
+    """Print a speed benchmark's ``key: value`` lines and, when ``json_path`` is given, write them as JSON (its
+    folder made if missing)."""
     for key, value in result.items():
         print(f"{key:>{width}}: {value}")
     if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         with open(json_path, "w") as fh:
             json.dump(result, fh, indent=1)

@@ -9,6 +9,9 @@ no step yet), its steps of the total, the examples seen of the paper's budget (:
 the run counts), the latest validation figure, the speed over the recent log and the time left at that speed.
 
 A subfolder that trains on its own (PONE's ``stage1/``) is listed as ``run/stage1``.
+
+A shipped checkpoint carries ``training.json`` (:func:`training_record`, ``dialeval checkpoint record``): the same
+facts of the finished run that made it, with the command, the commit and what ran beside it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import DialevalError
 from .loop import PROCESS_FILE
 from .prepared import MANIFEST_FILE
 
@@ -364,3 +368,57 @@ def runs_json(statuses: list[RunStatus]) -> str:
 __all__ = ["DAILYDIALOG_TRAIN_PAIRS", "DAILYDIALOG_TRAIN_WINDOWS", "PAPER_BUDGETS", "RUNS_DIR_ENV", "PaperBudget",
            "RunStatus", "default_runs_dir", "format_runs", "list_runs", "paper_budget", "read_log", "recent_speed",
            "run_status", "runs_json"]
+
+
+class RunRecordError(DialevalError, ValueError):
+    """A training record asked of a folder that is not a finished run, or written where no checkpoint is."""
+
+
+#: The file a shipped checkpoint folder carries beside its weights: how it was trained, against its paper's budget.
+TRAINING_RECORD = "training.json"
+
+
+def _seconds(summary: dict[str, Any]) -> float | None:
+    """A run's wall time as its summary records it (recipes name it differently)."""
+    for key in ("total_seconds", "train_seconds", "seconds"):
+        if isinstance(summary.get(key), (int, float)):
+            return float(summary[key])
+    return None
+
+
+def training_record(run_folder: str | Path, *, command: str, commit: str, beside: str) -> dict[str, Any]:
+    """What a shipped checkpoint's ``training.json`` holds, read from finished run ``run_folder``: the command and
+    the commit that trained it, what ran beside it, the examples seen against the paper's budget (in the same
+    unit), optimizer steps, hours, device, precision, threads and the validation figure that chose it.
+
+    Raises :class:`RunRecordError` for a folder that is not a finished run (nothing is guessed)."""
+    folder = Path(run_folder)
+    status = run_status(folder)
+    summary = _json(folder / "summary.json")
+    if status is None or summary is None or status.state != "finished":
+        state = status.state if status is not None else "not a run folder"
+        raise RunRecordError(f"{folder}: a training record needs a finished run (summary.json); this one is {state}")
+    options = (_json(folder / "training_args.json") or {}).get("options") or summary.get("options") or {}
+    budget = paper_budget(status.metric, options.get("stage"))
+    seconds = _seconds(summary)
+    return {
+        "metric": status.metric, "run": folder.name, "command": command, "commit": commit, "ran_beside": beside,
+        "examples_seen": status.examples_seen, "unit": status.unit, "paper_budget_examples": status.examples_budget,
+        "paper_budget_share": (round(status.budget_fraction, 4) if status.budget_fraction is not None else None),
+        "paper_budget": budget.paper if budget is not None else None,
+        "optimizer_steps": status.steps, "hours": round(seconds / 3600, 3) if seconds is not None else None,
+        "device": status.device or options.get("device"), "precision": options.get("precision", "fp32"),
+        "threads": options.get("threads"),
+        "validation": {"key": status.validation_key, "best": status.best, "best_step": status.best_step},
+        "options": options,
+    }
+
+
+def write_training_record(run_folder: str | Path, checkpoint: str | Path, **fields: str) -> Path:
+    """Write :func:`training_record` of ``run_folder`` into ``checkpoint``/``training.json``; returns its path."""
+    record = training_record(run_folder, **fields)
+    path = Path(checkpoint) / TRAINING_RECORD
+    if not (Path(checkpoint) / "config.json").is_file():
+        raise RunRecordError(f"{checkpoint} is not a checkpoint folder (no config.json)")
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return path

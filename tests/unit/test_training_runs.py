@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from dialeval.cli import app
 from dialeval.training.runs import (
+    DAILYDIALOG_TRAIN_PAIRS,
     DAILYDIALOG_TRAIN_WINDOWS,
     PAPER_BUDGETS,
     RUNS_DIR_ENV,
@@ -167,3 +168,30 @@ def test_the_command_lists_the_runs_of_the_env_folder_as_a_table_or_json(tmp_pat
     assert entry["name"] == "grade_full" and entry["examples_seen"] == 640 and entry["steps_per_second"] == 1.0
     missing = CliRunner().invoke(app, ["runs", str(tmp_path / "nowhere")])
     assert missing.exit_code == 2 and "no folder" in missing.output
+
+
+def test_a_shipped_checkpoint_records_its_finished_run_against_the_papers_budget(tmp_path):
+    from dialeval.training.runs import RunRecordError, write_training_record
+
+    run = _run(tmp_path / "runs" / "bert_ruber_full", metric="bert_ruber",
+               options={"epochs": 20, "batch_size": 256, "max_positives": 0, "precision": "fp32", "threads": 1,
+                        "device": "cpu"}, total=5400, steps_per_epoch=270, selection="val_accuracy",
+               log=[{"event": "eval", "step": 4000, "val_accuracy": 0.84, "best": True, "time": NOW - 60}],
+               summary={"finished": True, "steps": 5400, "total_seconds": 5400.0, "device": "cpu"})
+    checkpoint = tmp_path / "checkpoint"
+    fields = dict(command="dialeval train bert-ruber --max-positives 0", commit="abc1234", beside="a GRADE run")
+    with pytest.raises(RunRecordError, match="no config.json"):
+        write_training_record(run, checkpoint, **fields)
+    _write(checkpoint, "config.json", {})
+    record = json.loads(write_training_record(run, checkpoint, **fields).read_text())
+    assert record["examples_seen"] == 5400 * 256 and record["optimizer_steps"] == 5400
+    # BERT-RUBER's budget: every DailyDialog training pair, each of the run's 20 epochs
+    assert record["paper_budget_examples"] == DAILYDIALOG_TRAIN_PAIRS * 20
+    assert record["paper_budget_share"] == round(5400 * 256 / (DAILYDIALOG_TRAIN_PAIRS * 20), 4)
+    assert record["unit"] == "positives" and record["hours"] == 1.5 and record["precision"] == "fp32"
+    assert record["validation"] == {"key": "val_accuracy", "best": 0.84, "best_step": 4000}
+    assert (record["command"], record["commit"], record["ran_beside"]) == tuple(fields.values())
+    stopped = _run(tmp_path / "runs" / "stopped", summary={"finished": False, "steps": 40, "total_steps": 1000},
+                   progress_step=40)
+    with pytest.raises(RunRecordError, match="needs a finished run"):
+        write_training_record(stopped, checkpoint, **fields)
