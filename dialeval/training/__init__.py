@@ -11,6 +11,8 @@ from .loop import (
     TrainingArguments,
     TrainingResult,
     half_state_dict,
+    on_model_device,
+    recipe_batches,
     replace_checkpoint,
     save_half_checkpoint,
     shared_loop_arguments,
@@ -21,6 +23,6 @@ from .loop import (
 from .options import TrainingOptions, TrainingOptionsError, option, typer_command
 
 __all__ = ["DeviceUnavailable", "TrainingArguments", "TrainingOptions", "TrainingOptionsError", "TrainingResult",
-           "device_description", "half_state_dict", "option", "replace_checkpoint", "save_half_checkpoint",
-           "shared_loop_arguments", "shuffled_batches", "stopped_summary", "train", "training_device", "typer_command",
-           "with_torch_threads"]
+           "device_description", "half_state_dict", "on_model_device", "option", "recipe_batches",
+           "replace_checkpoint", "save_half_checkpoint", "shared_loop_arguments", "shuffled_batches",
+           "stopped_summary", "train", "training_device", "typer_command", "with_torch_threads"]

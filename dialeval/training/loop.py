@@ -114,6 +114,18 @@ def shuffled_batches(n_examples: int, *, batch_size: int, gradient_accumulation:
     return batches_per_epoch, epoch_batches
 
 
+def recipe_batches(n_examples: int, opts: Any) -> tuple[int, Callable[[int], Iterator[np.ndarray]]]:
+    """:func:`shuffled_batches` of ``n_examples`` with a recipe's options (batch size, accumulation, seed)."""
+    return shuffled_batches(n_examples, batch_size=opts.batch_size, gradient_accumulation=opts.gradient_accumulation,
+                            seed=opts.seed)
+
+
+def on_model_device(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``batch``'s tensors moved to the device ``model``'s parameters are on (a new dict)."""
+    device = next(model.parameters()).device
+    return {key: value.to(device) for key, value in batch.items()}
+
+
 def stopped_summary(out: Path, result: TrainingResult, **extra: Any) -> dict[str, Any]:
     """Write and return the ``summary.json`` of a run that stopped before its last step."""
     summary = {"finished": False, "steps": result.steps, "total_steps": result.total_steps,

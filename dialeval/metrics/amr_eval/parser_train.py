@@ -32,9 +32,10 @@ import torch
 from ...training import (
     TrainingArguments,
     device_description,
+    on_model_device,
+    recipe_batches,
     replace_checkpoint,
     shared_loop_arguments,
-    shuffled_batches,
     stopped_summary,
     train,
     with_torch_threads,
@@ -177,16 +178,13 @@ def run(opts: AmrParserTrainingOptions) -> dict:
     model = build_model(opts, prepared["special_tokens"], prepared["piece_ids"], tokenizer)
     batcher = ParserBatcher(tokenizer, ParserVocabulary.of_config(model.config, tokenizer), model.config)
     train_examples = sets["train"]
-    batches_per_epoch, epoch_batches = shuffled_batches(len(train_examples), batch_size=opts.batch_size,
-                                                        gradient_accumulation=opts.gradient_accumulation,
-                                                        seed=opts.seed)
+    batches_per_epoch, epoch_batches = recipe_batches(len(train_examples), opts)
 
     def collate(indices: np.ndarray) -> dict[str, torch.Tensor]:
         return batcher.collate([train_examples[i] for i in indices])
 
     def loss_fn(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        device = next(model.parameters()).device
-        return model(**{k: v.to(device) for k, v in batch.items()}).loss
+        return model(**on_model_device(model, batch)).loss
 
     def evaluate_fn(model) -> dict[str, float]:
         dev = sets["dev"]

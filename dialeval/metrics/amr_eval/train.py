@@ -37,9 +37,10 @@ from ...evaluation.stats import auc
 from ...training import (
     TrainingArguments,
     device_description,
+    on_model_device,
+    recipe_batches,
     replace_checkpoint,
     shared_loop_arguments,
-    shuffled_batches,
     stopped_summary,
     train,
     with_torch_threads,
@@ -240,9 +241,7 @@ def run(opts: AmrEvalTrainingOptions) -> dict:
     train_examples = sets["train"]
     weights = (length_balance_weights(train_examples) if opts.length_balance
                else np.ones(len(train_examples), dtype=np.float64))
-    batches_per_epoch, epoch_batches = shuffled_batches(len(train_examples), batch_size=opts.batch_size,
-                                                        gradient_accumulation=opts.gradient_accumulation,
-                                                        seed=opts.seed)
+    batches_per_epoch, epoch_batches = recipe_batches(len(train_examples), opts)
 
     def collate(indices: np.ndarray) -> dict[str, torch.Tensor]:
         batch = batcher.collate([train_examples[i] for i in indices])
@@ -250,8 +249,7 @@ def run(opts: AmrEvalTrainingOptions) -> dict:
         return batch
 
     def loss_fn(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        device = next(model.parameters()).device
-        batch = {k: v.to(device) for k, v in batch.items()}
+        batch = on_model_device(model, batch)
         labels, item_weights = batch.pop("labels"), batch.pop("weights")
         return slm_loss(model(**batch), labels, contrastive_weight=opts.contrastive_weight,
                         scale=opts.contrastive_scale, weights=item_weights)

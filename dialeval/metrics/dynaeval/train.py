@@ -50,9 +50,9 @@ from ...evaluation.stats import win_share
 from ...training import (
     TrainingArguments,
     device_description,
+    recipe_batches,
     save_half_checkpoint,
     shared_loop_arguments,
-    shuffled_batches,
     stopped_summary,
     train,
     training_device,
@@ -236,9 +236,7 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
     train_pairs, val_pairs = sets["train"].pairs, sets["validation"].pairs
     model = build_model(opts, encoder)
     del encoder
-    batches_per_epoch, epoch_batches = shuffled_batches(len(train_pairs), batch_size=opts.batch_size,
-                                                        gradient_accumulation=opts.gradient_accumulation,
-                                                        seed=opts.seed)
+    batches_per_epoch, epoch_batches = recipe_batches(len(train_pairs), opts)
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation  # optimizer steps
     ranking = torch.nn.MarginRankingLoss(margin=MARGIN)
 

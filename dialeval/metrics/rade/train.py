@@ -31,12 +31,13 @@ import numpy as np
 import torch
 
 from ...training import (
-    TrainingOptionsError,
     TrainingArguments,
+    TrainingOptionsError,
     device_description,
+    on_model_device,
+    recipe_batches,
     replace_checkpoint,
     shared_loop_arguments,
-    shuffled_batches,
     stopped_summary,
     train,
     with_torch_threads,
@@ -206,16 +207,13 @@ def run(opts: RadeTrainingOptions) -> dict:
     batcher = ExampleBatcher(builder, generation=opts.generation)
     weights = opts.loss_weights()
     train_examples = sets["train"]
-    batches_per_epoch, epoch_batches = shuffled_batches(len(train_examples), batch_size=opts.batch_size,
-                                                        gradient_accumulation=opts.gradient_accumulation,
-                                                        seed=opts.seed)
+    batches_per_epoch, epoch_batches = recipe_batches(len(train_examples), opts)
 
     def collate(indices: np.ndarray) -> dict[str, torch.Tensor]:
         return batcher.collate([train_examples[i] for i in indices])
 
     def loss_fn(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        device = next(model.parameters()).device
-        batch = {k: v.to(device) for k, v in batch.items()}
+        batch = on_model_device(model, batch)
         labels = batch.pop("labels")
         output = model(**batch)
         total, _ = rade_loss(output.scores.float(), labels, output.generation_loss, weights)
