@@ -3,7 +3,7 @@ passes), length-sorted batching with the input order restored, device resolution
 embedding store used by training."""
 
 from .batching import length_sorted_batches, progress
-from .device import resolve_device
+from .device import DeviceUnavailable, check_device_available, resolve_device
 from .encoder import (
     DEFAULT_ENCODER,
     DEFAULT_ENCODER_PACKAGE,
@@ -14,5 +14,6 @@ from .encoder import (
     weights_fingerprint,
 )
 
-__all__ = ["DEFAULT_ENCODER", "DEFAULT_ENCODER_PACKAGE", "Encoder", "default_encoder_path", "encoder_name", "length_sorted_batches", "progress",
-           "resolve_device", "resolve_encoder_path", "weights_fingerprint"]
+__all__ = ["DEFAULT_ENCODER", "DEFAULT_ENCODER_PACKAGE", "DeviceUnavailable", "Encoder", "check_device_available",
+           "default_encoder_path", "encoder_name", "length_sorted_batches", "progress", "resolve_device",
+           "resolve_encoder_path", "weights_fingerprint"]

@@ -1,5 +1,9 @@
-"""Where a computation runs: the device (an explicit one, or Accelerate's choice), this process's place among
-launched processes, and torch's intra-op CPU thread count.
+"""Where a computation runs: the device (an explicit one, checked present on this machine, or Accelerate's choice),
+this process's place among launched processes, and torch's intra-op CPU thread count.
+
+Training and scoring resolve a device the same way, with :func:`resolve_device`: a device that was asked for and
+that this machine lacks (``cuda`` where torch sees no GPU, ``cuda:3`` on a two-GPU machine, ``mps`` off Apple
+silicon) raises :class:`DeviceUnavailable` naming it, never a silent fall back to the CPU.
 
 The thread count matters for reproducibility, not only speed: CPU matmul kernels split their reductions by thread,
 so the same forward pass on 1 and on 2 threads can differ in the last float32 bits (measured: 5e-8 on a cosine,
@@ -16,6 +20,8 @@ from collections.abc import Iterator
 
 import torch
 
+from ..errors import DialevalError
+
 
 def process_state():
     """Accelerate's ``PartialState``: which process this is, of how many, and its device.
@@ -29,10 +35,34 @@ def process_state():
     return PartialState(cpu=launched and not torch.cuda.is_available())
 
 
+class DeviceUnavailable(DialevalError, RuntimeError):
+    """An explicitly requested device that this machine does not have."""
+
+
+def check_device_available(device: str | torch.device) -> torch.device:
+    """``device`` as a ``torch.device`` if this machine has it; else :class:`DeviceUnavailable`, naming the device
+    as it was asked for. Checked: CUDA (any GPU at all, and the index against the count torch sees) and MPS; other
+    device types (cpu, meta...) pass as they are."""
+    resolved = torch.device(device)
+    asked = device if isinstance(device, str) else str(resolved)
+    if resolved.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise DeviceUnavailable(f"device {asked!r} was asked for, but torch sees no CUDA device here")
+        if resolved.index is not None and resolved.index >= count:
+            raise DeviceUnavailable(f"device {asked!r} was asked for, but torch sees {count} CUDA device(s) "
+                                    f"(cuda:0 to cuda:{count - 1})")
+    if resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise DeviceUnavailable(f"device {asked!r} was asked for, but MPS is not available here")
+    return resolved
+
+
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
-    """An explicit ``device`` wins; otherwise Accelerate picks (this process's GPU, mps, xpu... or cpu)."""
+    """The device to compute on. An explicit ``device`` wins, once :func:`check_device_available` finds it on this
+    machine (:class:`DeviceUnavailable` otherwise); ``None`` lets Accelerate pick (this process's GPU, mps, xpu...
+    or cpu)."""
     if device is not None:
-        return torch.device(device)
+        return check_device_available(device)
     return process_state().device
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ..backbone import Encoder, default_encoder_path
+from ..backbone import Encoder, default_encoder_path, resolve_device
 from ..scoring import Scorer
 
 __all__ = ["EncoderScorer", "dist_version", "encoder_label"]
@@ -38,8 +38,11 @@ class EncoderScorer(Scorer):
 
     ``encoder`` is a local path, a Hub id, ``"minilm"``/``None`` (the bundled all-MiniLM-L6-v2, offline) or an
     already loaded :class:`Encoder` (to share one model and its embedding cache between scorers). The encoder is
-    loaded on first use, on ``device`` (``None``: Accelerate's choice). ``max_length`` caps the encoder input
-    length (default: the encoder's own limit, 512 tokens for MiniLM).
+    loaded on first use, on :attr:`device`: ``device`` resolved at construction (``None``: Accelerate's choice, or
+    where an already loaded encoder is; one this machine lacks raises
+    :class:`~dialeval.backbone.device.DeviceUnavailable`). A shared encoder another scorer moved elsewhere is moved
+    back to this scorer's device before it computes. ``max_length`` caps the encoder input length (default: the
+    encoder's own limit, 512 tokens for MiniLM).
 
     ``fingerprint()`` (and therefore the signature) names the encoder, the sha256 of its weight files and the
     effective maximum length; it loads the encoder if needed. ``_metadata()`` reports, for the last call, how
@@ -53,33 +56,37 @@ class EncoderScorer(Scorer):
         device: str | torch.device | None = None,
         max_length: int | None = None,
     ) -> None:
-        super().__init__(device=device)
+        super().__init__()
         if isinstance(encoder, Encoder):
             if max_length is not None and max_length != encoder.max_length:
                 raise ValueError("max_length cannot be changed on an already loaded Encoder; build a new one")
             self._encoder: Encoder | None = encoder
             if device is not None:
                 encoder.to(device)
+            self.device = encoder.device
         else:
             self._encoder = None
+            self.device = resolve_device(device)
         self._encoder_spec = encoder
         self._max_length = max_length
         self._call_meta: dict[str, Any] = {}
 
     @property
     def encoder(self) -> Encoder:
+        """The encoder on this scorer's :attr:`device`: loaded on first use, moved back if shared and moved."""
         if self._encoder is None:
             self._encoder = Encoder(self._encoder_spec, device=self.device, max_length=self._max_length)
+        elif self._encoder.device != self.device:
+            self._encoder.to(self.device)
         return self._encoder
 
     def to(self, device: str | torch.device | None) -> "EncoderScorer":
-        self.device = device
+        """Compute on ``device`` from now on (``None``: Accelerate's choice); a device this machine lacks raises
+        :class:`~dialeval.backbone.device.DeviceUnavailable` and changes nothing."""
+        self.device = resolve_device(device)
         if self._encoder is not None:
-            self._encoder.to(device)
+            self._encoder.to(self.device)
         return self
-
-    def compute_device(self) -> torch.device:
-        return self.encoder.device
 
     def fingerprint(self) -> dict[str, str]:
         enc = self.encoder
@@ -92,10 +99,6 @@ class EncoderScorer(Scorer):
     def _metadata(self) -> dict[str, Any]:
         meta: dict[str, Any] = {}
         if self._encoder is not None:
-            meta.update(
-                encoder=encoder_label(self._encoder),
-                max_length=self._encoder.max_length,
-                device=str(self._encoder.device),
-            )
+            meta.update(encoder=encoder_label(self._encoder), max_length=self._encoder.max_length)
         meta.update(self._call_meta)
         return meta

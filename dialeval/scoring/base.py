@@ -73,8 +73,16 @@ class Scorer(abc.ABC):
     #: Level the metric was designed for; dialogue-level metrics still score turns within their dialogue.
     level: ClassVar[str] = "turn"
 
+    #: Where this scorer's torch model computes: a resolved ``torch.device`` for a scorer that runs one (set by
+    #: :class:`~dialeval.scoring.learned.LearnedScorer` and the encoder baselines, and kept current by :meth:`to`),
+    #: ``None`` for one that computes without torch (overlap, GloVe, length).
+    device: torch.device | None
+
     def __init__(self, *, device: str | torch.device | None = None) -> None:
-        self.device = device
+        """``device`` is accepted by every scorer so that ``load_scorer(name, device=...)`` works for all of them;
+        a scorer without a torch model ignores it. Subclasses that run a model resolve it (and check it is present
+        on this machine) with :func:`~dialeval.backbone.device.resolve_device`."""
+        self.device = None
 
     # -- what subclasses provide ------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -100,12 +108,14 @@ class Scorer(abc.ABC):
         return {}
 
     def compute_device(self) -> torch.device | None:
-        """The device this scorer's torch model runs on; ``None`` for a scorer without one (overlap, GloVe)."""
-        return None
+        """The device this scorer's torch model runs on, i.e. :attr:`device`; ``None`` for a scorer without one
+        (overlap, GloVe). The signature's ``cpu_threads`` field is derived from it."""
+        return self.device
 
     def to(self, device: str | torch.device | None) -> Scorer:
-        """Move the metric's models to ``device``; metrics without a model ignore it."""
-        self.device = device
+        """Move the metric's models to ``device`` (a scorer with a model raises
+        :class:`~dialeval.backbone.device.DeviceUnavailable` for one this machine lacks); metrics without a model
+        ignore it."""
         return self
 
     # -- public API -----------------------------------------------------------------------------------------------
@@ -227,9 +237,8 @@ class Scorer(abc.ABC):
             "level": level,
             "n_items": len(items),
             "batch_size": batch_size,
-            # The base class computes nothing on a device: a scorer that runs a model reports where it ran in
-            # ``_metadata`` (LearnedScorer, EncoderScorer); the others (overlap, GloVe) compute on the CPU.
-            "device": "cpu",
+            # where the torch model ran; a scorer without one (overlap, GloVe) computes on the CPU
+            "device": "cpu" if self.device is None else str(self.device),
             "seconds": seconds,
             **self._metadata(),
             **(extra or {}),

@@ -1,4 +1,5 @@
-"""The base class of every learned metric: what GRADE, DynaEval, BERT-RUBER and PONE share, written once.
+"""The base class of every learned metric: what the six learned metrics (grade, dynaeval, bert_ruber, pone, rade,
+amr_eval; each declared by a ``MetricSpec`` in ``dialeval/metrics/<name>/spec.py``) share, written once.
 
 A :class:`LearnedScorer` subclass names its checkpoint folder and training command, says how to load its model from
 a checkpoint folder, and implements ``_score_items`` (and ``_score_dialogues`` where it has a native dialogue
@@ -6,8 +7,10 @@ score). The base class does the rest:
 
 * **checkpoint**: ``None``/``"default"`` is the one shipped in the package, a folder with ``config.json`` is a
   checkpoint, a training run folder stands for its ``best/`` (:mod:`dialeval.scoring.checkpoints`);
-* **device**: one ``device`` argument (``None``: Accelerate's choice); :meth:`to` moves the model and every encoder
-  the scorer owns, and the metadata reports the device that was really used;
+* **device**: one ``device`` argument (``None``: Accelerate's choice; one this machine lacks raises
+  :class:`~dialeval.backbone.device.DeviceUnavailable` at load time), kept resolved in one attribute,
+  :attr:`device`; :meth:`to` (and ``score(device=...)``) checks and moves the model and every encoder the scorer
+  owns, and the metadata reports the device that was really used;
 * **signature**: the checkpoint's name and content hash plus the scorer's settings (:meth:`settings`);
 * **batch-invariant forward passes**: :meth:`fixed_row_forward` runs a model over chunks of exactly
   :data:`~dialeval.backbone.batching.FORWARD_ROWS` rows, so an item's score never depends on its batch-mates.
@@ -18,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -53,10 +56,11 @@ class LearnedScorer(Scorer):
 
     def __init__(self, checkpoint: str | os.PathLike | None = None, *, device: str | torch.device | None = None
                  ) -> None:
-        super().__init__(device=device)
+        super().__init__()
+        # first: a device this machine lacks fails (DeviceUnavailable) before any weights are read
+        self.device = resolve_device(device)
         self.checkpoint = resolve_checkpoint(checkpoint, self.checkpoint_dir, self.train_command)
-        self._device = resolve_device(device)
-        self.model = self.load_model(self.checkpoint).to(self._device)
+        self.model = self.load_model(self.checkpoint).to(self.device)
         self._checkpoint_sha256 = checkpoint_fingerprint(self.checkpoint)
 
     # -- what subclasses provide ------------------------------------------------------------------------------
@@ -78,15 +82,13 @@ class LearnedScorer(Scorer):
         name = self.checkpoint.name if self.checkpoint.name not in ("best", "") else str(self.checkpoint)
         return {"checkpoint": name, "checkpoint_sha256": self._checkpoint_sha256, **self.settings()}
 
-    def compute_device(self) -> torch.device:
-        return self._device
-
     def to(self, device: str | torch.device | None) -> "LearnedScorer":
-        self.device = device
-        self._device = resolve_device(device)
-        self.model.to(self._device)
+        """Move the model and every encoder this scorer owns to ``device`` (``None``: Accelerate's choice); a device
+        this machine lacks raises :class:`~dialeval.backbone.device.DeviceUnavailable` and moves nothing."""
+        self.device = resolve_device(device)
+        self.model.to(self.device)
         for encoder in self.encoders:
-            encoder.to(self._device)
+            encoder.to(self.device)
         return self
 
     def fixed_row_forward(self, n_items: int, batches: Sequence[Sequence[int]],
@@ -104,6 +106,3 @@ class LearnedScorer(Scorer):
                 for rows, n_real in fixed_row_chunks(batch):
                     scores[rows[:n_real]] = forward(rows)[:n_real].double().cpu().numpy()
         return scores
-
-    def _metadata(self) -> dict[str, Any]:
-        return {"device": str(self._device)}

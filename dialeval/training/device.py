@@ -1,5 +1,8 @@
 """Where a training run computes: the device (one helper for the loop and the recipes' encoders) and torch's CPU
-threads."""
+threads.
+
+The availability check is the backbone's (:func:`dialeval.backbone.device.resolve_device`), shared with scoring;
+this module adds the check of the option's spelling and re-exports :class:`DeviceUnavailable`."""
 
 from __future__ import annotations
 
@@ -10,15 +13,13 @@ from typing import Any, TypeVar
 
 import torch
 
-from ..backbone.device import resolve_device
-from ..errors import DialevalError
+from ..backbone.device import DeviceUnavailable, resolve_device
+
+__all__ = ["DEVICE_FORMS", "DeviceUnavailable", "check_device_spec", "device_description", "training_device",
+           "with_torch_threads"]
 
 DEVICE_FORMS = "cpu, cuda, cuda:N or mps"
 _DEVICE_PATTERN = re.compile(r"cpu|cuda(:\d+)?|mps")
-
-
-class DeviceUnavailable(DialevalError, RuntimeError):
-    """An explicitly requested device that this machine does not have."""
 
 
 def check_device_spec(spec: str | None) -> None:
@@ -29,21 +30,9 @@ def check_device_spec(spec: str | None) -> None:
 
 def training_device(spec: str | None) -> torch.device:
     """The device a run trains and encodes on: ``spec`` when given (and present on this machine), else
-    Accelerate's choice. A missing device is an error, never a silent fall back to the CPU."""
+    Accelerate's choice. A missing device is :class:`DeviceUnavailable`, never a silent fall back to the CPU."""
     check_device_spec(spec)
-    if spec is None:
-        return resolve_device(None)
-    device = torch.device(spec)
-    if device.type == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if count == 0:
-            raise DeviceUnavailable(f"device {spec!r} was asked for, but torch sees no CUDA device here")
-        if device.index is not None and device.index >= count:
-            raise DeviceUnavailable(f"device {spec!r} was asked for, but torch sees {count} CUDA device(s) "
-                                    f"(cuda:0 to cuda:{count - 1})")
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise DeviceUnavailable(f"device {spec!r} was asked for, but MPS is not available here")
-    return device
+    return resolve_device(spec)
 
 
 def device_description(device: torch.device) -> str:

@@ -12,6 +12,7 @@ from dialeval.errors import DialevalError, UnknownNameError
 from dialeval.schema import ScoringItem
 from dialeval.scoring import Scorer
 from dialeval.scoring import registry
+from dialeval.scoring.spec import MetricSpec
 
 LONG_CONTEXT = "We spent the whole afternoon walking along the river, looking for the old bridge my grandfather built."
 CONTEXTS = [LONG_CONTEXT, "Hi!"]
@@ -64,8 +65,14 @@ def test_an_unknown_key_is_named_with_the_metric_and_the_accepted_keys():
         dialeval.score("bleu4", contexts=["a"], responses=["b"], references=["b"], max_length=8)
 
 
-def test_a_constructor_with_kwargs_receives_the_keys_nobody_declares(monkeypatch):
-    monkeypatch.setitem(registry.METRICS, "options_probe", f"{__name__}:_OptionsProbe")
+@pytest.fixture
+def options_probe():
+    registry.register(MetricSpec(name="options_probe", scorer=f"{__name__}:_OptionsProbe", kind="baseline"))
+    yield
+    registry.unregister("options_probe")
+
+
+def test_a_constructor_with_kwargs_receives_the_keys_nobody_declares(options_probe):
     out = dialeval.score("options_probe", contexts=["a", "b"], responses=["four", "ab"], scale=2.0, batch_size=1)
     assert out.scores == [8.0, 4.0] and out.metadata["batch_size"] == 1  # batch_size still went to the call
     with pytest.raises(ValueError, match=r"options_probe has no setting \['colour'\]"):

@@ -110,7 +110,7 @@ class AmrEvalScorer(LearnedScorer):
             self.judge = None
             return
         if isinstance(judge, str):
-            judge = LlmJudge(backend_from_spec(judge, device=str(self._device)),
+            judge = LlmJudge(backend_from_spec(judge, device=str(self.device)),
                              with_structure=True if structure is None else bool(structure), cache_dir=cache_dir)
         elif not isinstance(judge, LlmJudge):
             raise InputError(f"judge must be an LlmJudge, a spec string or None, got {type(judge).__name__}")
@@ -160,7 +160,7 @@ class AmrEvalScorer(LearnedScorer):
         def forward(rows: list[int]) -> torch.Tensor:
             batch = self.inputs.batch([texts[i] for i in rows], [pairs[i] for i in rows] if pairs else None,
                                       width=widths[rows[0]])
-            logits = self.model(**{k: v.to(self._device) for k, v in batch.items()}).logits
+            logits = self.model(**{k: v.to(self.device) for k, v in batch.items()}).logits
             return torch.softmax(logits.float(), dim=-1)[:, 1]
 
         scores = self.fixed_row_forward(len(items), length_sorted_batches(widths, batch_size), forward,

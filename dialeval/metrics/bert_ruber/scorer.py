@@ -68,7 +68,7 @@ class RuberScorer(LearnedScorer):
         self.requires_references = self.mode in ("referenced", "hybrid")  # instance value shadows the class default
         super().__init__(checkpoint, device=device)
         cfg = self.model.config
-        self.encoder = Encoder(cfg.encoder, max_length=cfg.encoder_max_length, device=self._device)
+        self.encoder = Encoder(cfg.encoder, max_length=cfg.encoder_max_length, device=self.device)
         if self.encoder.hidden_size != cfg.embedding_dim:
             raise ValueError(f"encoder {cfg.encoder!r} gives {self.encoder.hidden_size}-d embeddings but the head "
                              f"expects {cfg.embedding_dim}")
@@ -123,7 +123,7 @@ class RuberScorer(LearnedScorer):
         c = self.encoder.embed(self.context_texts(items), batch_size=batch_size, side="left",
                                progress_bar=progress_bar)
         r = self.encoder.embed([it.response for it in items], batch_size=batch_size, progress_bar=progress_bar)
-        c, r = c.to(self._device, torch.float64), r.to(self._device, torch.float64)
+        c, r = c.to(self.device, torch.float64), r.to(self.device, torch.float64)
 
         def forward(rows: list[int]) -> torch.Tensor:
             # float64 GEMM kernels round a row differently by its place in the block (1-3 ulp between neighbouring

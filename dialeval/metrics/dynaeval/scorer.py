@@ -57,7 +57,7 @@ class DynaEvalScorer(LearnedScorer):
         self.turn_score = turn_score
         super().__init__(checkpoint, device=device)
         cfg = self.model.config
-        self.encoder = Encoder(cfg.utterance_encoder, device=self._device, max_length=cfg.max_utterance_tokens)
+        self.encoder = Encoder(cfg.utterance_encoder, device=self.device, max_length=cfg.max_utterance_tokens)
         if cfg.utterance_encoder_sha256 and self.encoder.fingerprint != cfg.utterance_encoder_sha256:
             raise ValueError(
                 f"checkpoint {self.checkpoint} was trained on embeddings of {cfg.utterance_encoder} with weights "
@@ -93,7 +93,7 @@ class DynaEvalScorer(LearnedScorer):
             for i in progress(range(len(dialogues)), total=len(dialogues), enabled=progress_bar, desc="dynaeval"):
                 turns, speakers = dialogues[i]
                 rows = torch.tensor([row[t.text] for t in turns], dtype=torch.long)
-                out = self.model(utterance_embeddings=vectors[rows].to(self._device),
+                out = self.model(utterance_embeddings=vectors[rows].to(self.device),
                                  dialogue_lengths=torch.tensor([len(turns)]),
                                  speaker_ids=torch.tensor(speakers, dtype=torch.long))
                 scores[i] = float(out.score[0])

@@ -64,7 +64,7 @@ class GradeScorer(LearnedScorer):
         nodes = self.model.config.max_nodes
 
         def forward(rows: list[int]) -> torch.Tensor:
-            inputs = self.inputs.collate([prepared[i] for i in rows], self._device, width=widths[rows[0]], nodes=nodes)
+            inputs = self.inputs.collate([prepared[i] for i in rows], self.device, width=widths[rows[0]], nodes=nodes)
             return self.model(**inputs).score
 
         return self.fixed_row_forward(len(items), length_sorted_batches(widths, batch_size), forward,

@@ -101,7 +101,7 @@ class RadeScorer(LearnedScorer):
 
         def forward(rows: list[int]) -> torch.Tensor:
             batch = self.inputs.evaluator_batch([prepared[i] for i in rows], width=widths[rows[0]])
-            return self.model(**{k: v.to(self._device) for k, v in batch.items()}).scores[:, 1]
+            return self.model(**{k: v.to(self.device) for k, v in batch.items()}).scores[:, 1]
 
         pair_scores = self.fixed_row_forward(len(flat), length_sorted_batches(widths, batch_size), forward,
                                              progress_bar=progress_bar)
