@@ -1,4 +1,4 @@
-"""``dialeval export``: a learned metric's checkpoint as a complete, Hub-ready folder."""
+"""``dialeval export``: a learned metric's checkpoint as a complete, Hub-ready folder with its model card."""
 
 from __future__ import annotations
 
@@ -13,13 +13,29 @@ def export_command(
     output_dir: Annotated[Path, typer.Option(help="Folder to write (must not exist or be empty).")],
     checkpoint: Annotated[str, typer.Option(help=(
         "'default' (the shipped checkpoint), a checkpoint folder or a training run folder."))] = "default",
+    namespace: Annotated[str, typer.Option(help=(
+        "Hub user or organisation of the model repo: the card's code and model-index name <namespace>/<metric> "
+        "(as `dialeval release --namespace`)."))] = "dialeval",
+    card: Annotated[bool, typer.Option(help=(
+        "Write the model card README.md, as `dialeval release` does (needs a checkout: hub_cards/results and "
+        "metrics/<metric>/README.md); --no-card writes the checkpoint alone."))] = True,
     overwrite: Annotated[bool, typer.Option(help="Replace a non-empty output folder.")] = False,
 ) -> None:
-    """Write a checkpoint with all weights, config and custom code, loadable with
-    AutoModel.from_pretrained(folder, trust_remote_code=True) without dialeval."""
-    from ..scoring.export import export_checkpoint
+    """Write a checkpoint with all weights, config, custom code and the model card, loadable with
+    AutoModel.from_pretrained(folder, trust_remote_code=True) without dialeval; the card shows how to score text
+    with it. The card's model-index holds the stored results when they were measured on this checkpoint."""
+    if card:
+        from ..hub.cards import CardError
+        from ..hub.release import export_model
 
-    out = export_checkpoint(metric, checkpoint, output_dir, overwrite=overwrite)
+        try:
+            out = export_model(metric, checkpoint, output_dir, namespace=namespace, overwrite=overwrite)
+        except CardError as err:
+            raise CardError(f"{err} (or pass --no-card to export without a model card)") from None
+    else:
+        from ..scoring.export import export_checkpoint
+
+        out = export_checkpoint(metric, checkpoint, output_dir, overwrite=overwrite)
     files = sorted(p for p in out.rglob("*") if p.is_file())
     for path in files:
         typer.echo(f"{path.stat().st_size / 1e6:9.2f} MB  {path.relative_to(out)}")

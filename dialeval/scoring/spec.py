@@ -14,7 +14,7 @@ listing the metrics never imports torch or a model.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Literal
@@ -73,6 +73,24 @@ class ExportSpec:
     model_class: str
     #: config field naming the text encoder whose tokenizer makes the model's input ids (None: inputs are vectors)
     tokenizer_config_field: str | None = None
+    #: ``"module:function"`` writing the Python code, for the model card, that scores one item with the exported model
+    #: and ``transformers`` alone: ``function(model_id, config, context, response) -> str`` (``model_id``: the Hub
+    #: id or the exported folder; ``config``: the checkpoint's ``config.json`` as a dict; the code prints the score
+    #: that ``load_scorer(name).score`` gives). None: the model's inputs need dialeval's pre-processing (GRADE's
+    #: keyword graph, RADE's segments, AMR graphs) or its score dialeval's post-processing (BERT-RUBER's calibrated
+    #: hybrid), and the card scores text through dialeval only.
+    transformers_usage: str | None = None
+
+    @property
+    def needs_dialeval(self) -> bool:
+        """Whether turning text into the metric's score needs dialeval (no :attr:`transformers_usage`)."""
+        return self.transformers_usage is None
+
+    def usage_code(self, model_id: str, config: Mapping[str, Any], context: Sequence[str], response: str) -> str:
+        """The code of :attr:`transformers_usage` for ``model_id`` (a ``ValueError`` where it has none)."""
+        if self.transformers_usage is None:
+            raise ValueError(f"{self.model_class}: no transformers_usage; its metric scores through dialeval only")
+        return import_object(self.transformers_usage)(model_id, config, context, response)
 
 
 @dataclass(frozen=True)

