@@ -114,7 +114,7 @@ class MetricSpec:
     name: str
     #: ``"module:Class"`` of its :class:`~dialeval.scoring.base.Scorer`
     scorer: str
-    kind: Literal["baseline", "learned", "combined"] = "learned"
+    kind: Literal["baseline", "learned"] = "learned"
     #: other spellings the command line accepts for ``name`` (e.g. ``bert-ruber``)
     aliases: tuple[str, ...] = ()
     #: its training commands (``dialeval train <command>``)
@@ -131,8 +131,8 @@ class MetricSpec:
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
             raise ValueError(f"metric name {self.name!r}: letters, digits and '_', starting with a letter")
-        if self.kind not in ("baseline", "learned", "combined"):
-            raise ValueError(f"metric {self.name!r}: kind must be baseline, learned or combined, got {self.kind!r}")
+        if self.kind not in ("baseline", "learned"):
+            raise ValueError(f"metric {self.name!r}: kind must be baseline or learned, got {self.kind!r}")
         if (self.space is not None or self.card_benchmarks) and not self.evaluate_module:
             raise ValueError(f"metric {self.name!r}: a Space or a card needs the metric's evaluate module folder")
 
