@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from ..baselines.length import word_count
-from .stats import auc
+from ..ranking import auc
 
 #: Contexts with several replies that a benchmark needs for its between-context share to be printed (FED's turn
 #: level has one such context, whose share is 0 by construction).

@@ -31,6 +31,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats as sps
 
+from ..ranking import auc, win_share
 from ..schema import InputError
 
 __all__ = [
@@ -43,8 +44,6 @@ __all__ = [
     "discrimination_accuracy",
     "across_context_auc",
     "compare_discrimination",
-    "win_share",
-    "auc",
 ]
 
 Method = Literal["pearson", "spearman", "kendall"]
@@ -508,13 +507,6 @@ def _context_matrices(positive_scores, negative_scores, n_boot: int, confidence:
     return pos, neg
 
 
-def win_share(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
-    """The share of a comparison a positive wins against a negative, elementwise (broadcasting): 1 where
-    ``pos > neg``, one half on ties, 0 otherwise. Its mean over pairs is a pairwise accuracy; over all pairs of two
-    pooled sets it is their :func:`auc`."""
-    return (np.asarray(pos) > np.asarray(neg)) + 0.5 * (np.asarray(pos) == np.asarray(neg))
-
-
 def _context_accuracy(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     """Per context, the share of its (positive, negative) pairs with the positive above (ties half)."""
     return win_share(pos[:, :, None], neg[:, None, :]).mean(axis=(1, 2))
@@ -570,13 +562,6 @@ def discrimination_accuracy(
         low, high = _percentile_ci(reps[:, 1], confidence)
         out.update(pairwise=float(point[1]), pairwise_ci_low=low, pairwise_ci_high=high)
     return out
-
-
-def auc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """P(a positive scores above a negative), ties 0.5: the mean :func:`win_share` over all (positive, negative)
-    pairs, computed from the ranks of the pooled scores (Mann-Whitney U) in O(n log n) instead of O(n m)."""
-    ranks = sps.rankdata(np.concatenate([pos, neg]))
-    return float((ranks[: pos.size].sum() - pos.size * (pos.size + 1) / 2) / (pos.size * neg.size))
 
 
 def across_context_auc(

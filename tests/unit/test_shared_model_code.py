@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from dialeval.evaluation.stats import auc, win_share
+from dialeval.ranking import auc, win_share
 from dialeval.modeling.grade import modeling_shared as shared
 from dialeval.scoring.export import (
     _check_shared_model_code,

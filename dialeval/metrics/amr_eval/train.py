@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...evaluation.stats import auc
+from ...ranking import auc
 from ...training import (
     TrainingArguments,
     device_description,

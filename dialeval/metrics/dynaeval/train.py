@@ -46,7 +46,7 @@ import torch
 
 from ...backbone import Encoder, encoder_name
 from ...backbone.store import EmbeddingStore
-from ...evaluation.stats import win_share
+from ...ranking import win_share
 from ...training import (
     TrainingArguments,
     device_description,

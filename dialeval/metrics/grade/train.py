@@ -53,7 +53,7 @@ import numpy as np
 import torch
 
 from ...backbone import Encoder
-from ...evaluation.stats import auc
+from ...ranking import auc
 from ...training import (
     TrainingArguments,
     device_description,
