@@ -152,12 +152,15 @@ def checkpoint_record(
     commit: Annotated[str, typer.Option(help="The dialeval commit the run's code was at.")],
     beside: Annotated[str, typer.Option(help=(
         "What else ran on the machine during the run (its speed depends on it), e.g. 'nothing'."))],
+    hours: Annotated[Optional[float], typer.Option(min=0, help=(
+        "The run's training hours, only for a run whose summary covers its last call alone (resumed from a state "
+        "saved before the loop recorded its time); the record says they were given."))] = None,
 ) -> None:
     """Write the checkpoint's training.json: command, commit, examples seen against the paper's budget, optimizer
     steps, hours, device, precision, threads and the validation figure that chose it (dialeval.training.runs)."""
     from ..training.runs import write_training_record
 
-    path = write_training_record(run, checkpoint, command=command, commit=commit, beside=beside)
+    path = write_training_record(run, checkpoint, command=command, commit=commit, beside=beside, hours=hours)
     typer.echo(path.read_text(encoding="utf-8"))
 
 

@@ -86,6 +86,9 @@ class TrainingResult:
     history: list[dict[str, Any]]
     finished: bool = True  # False: stopped by the deadline or stop_after_steps, state saved; call again to resume
     total_steps: int = 0
+    #: what ``seconds`` covers: "run" (every call of a resumed run) or "this_call" (a state saved before the loop
+    #: recorded its time was resumed: the earlier calls' time is unknown)
+    seconds_cover: str = "run"
 
 
 def shared_loop_arguments(opts: Any, *, started: float) -> dict[str, Any]:
@@ -129,7 +132,8 @@ def on_model_device(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> d
 def stopped_summary(out: Path, result: TrainingResult, **extra: Any) -> dict[str, Any]:
     """Write and return the ``summary.json`` of a run that stopped before its last step."""
     summary = {"finished": False, "steps": result.steps, "total_steps": result.total_steps,
-               "best_step": result.best_step, "seconds": result.seconds, **extra}
+               "best_step": result.best_step, "seconds": result.seconds, "seconds_cover": result.seconds_cover,
+               **extra}
     Path(out, "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
 
@@ -247,11 +251,16 @@ def train(
 
     state_dir, progress_file, log_file = out / "last_state", out / "progress.json", out / "log.jsonl"
     step, best, best_step, history = 0, None, -1, []
+    earlier_seconds: float | None = 0.0  # loop time of the calls before this one (None: not recorded)
     if resume and progress_file.exists() and state_dir.exists():
         accelerator.load_state(str(state_dir))
         saved = json.loads(progress_file.read_text())
         step, best, best_step, history = saved["step"], saved["best"], saved["best_step"], saved["history"]
+        earlier_seconds = saved.get("seconds")  # absent in a state saved before the loop recorded it
         accelerator.print(f"resumed from step {step} (best {selection_key}={best} at step {best_step})")
+        if earlier_seconds is None:
+            accelerator.print("the time of the earlier calls is not recorded in this state: the summary's seconds "
+                              "count this call only (seconds_cover: this_call)")
     timing = {"step": 0.0, "eval": 0.0, "save": 0.0}
 
     def better(value: float) -> bool:
@@ -260,7 +269,8 @@ def train(
     def save_state(step: int) -> None:
         began = time.monotonic()
         accelerator.save_state(str(state_dir))
-        progress_file.write_text(json.dumps({"step": step, "best": best, "best_step": best_step, "history": history}))
+        progress_file.write_text(json.dumps({"step": step, "best": best, "best_step": best_step, "history": history,
+                                             **({} if earlier_seconds is None else {"seconds": elapsed()})}))
         timing["save"] = time.monotonic() - began
 
     def checkpoint(step: int) -> None:
@@ -288,10 +298,14 @@ def train(
         reserve = 3 * timing["step"] + timing["save"] + (timing["eval"] if (step + 1) % args.eval_every == 0 else 0)
         return time.monotonic() + reserve >= args.deadline
 
+    def elapsed() -> float:
+        """Loop seconds of the whole run: the earlier calls' (when recorded) and this one's."""
+        return round((earlier_seconds or 0.0) + time.perf_counter() - start, 1)
+
     def result(finished: bool) -> TrainingResult:
         return TrainingResult(best_metric=float("nan") if best is None else float(best), best_step=best_step,
-                              steps=step, seconds=round(time.perf_counter() - start, 1), history=history,
-                              finished=finished, total_steps=total)
+                              steps=step, seconds=elapsed(), history=history, finished=finished, total_steps=total,
+                              seconds_cover="run" if earlier_seconds is not None else "this_call")
 
     autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16")
     start, first_step = time.perf_counter(), step

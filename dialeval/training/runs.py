@@ -379,17 +379,22 @@ TRAINING_RECORD = "training.json"
 
 
 def _seconds(summary: dict[str, Any]) -> float | None:
-    """A run's wall time as its summary records it (recipes name it differently)."""
-    for key in ("total_seconds", "train_seconds", "seconds"):
+    """A run's training-loop seconds as its summary records them (recipes name them differently; the loop's figure
+    covers every call of a resumed run), else its wall time."""
+    for key in ("train_seconds", "seconds", "total_seconds"):
         if isinstance(summary.get(key), (int, float)):
             return float(summary[key])
     return None
 
 
-def training_record(run_folder: str | Path, *, command: str, commit: str, beside: str) -> dict[str, Any]:
+def training_record(run_folder: str | Path, *, command: str, commit: str, beside: str,
+                    hours: float | None = None) -> dict[str, Any]:
     """What a shipped checkpoint's ``training.json`` holds, read from finished run ``run_folder``: the command and
     the commit that trained it, what ran beside it, the examples seen against the paper's budget (in the same
     unit), optimizer steps, hours, device, precision, threads and the validation figure that chose it.
+
+    ``hours`` is for a run whose summary cannot say them: one resumed from a state saved before the loop recorded
+    its time (its summary's ``seconds_cover`` is ``this_call``); the record then says the hours were given.
 
     Raises :class:`RunRecordError` for a folder that is not a finished run (nothing is guessed)."""
     folder = Path(run_folder)
@@ -400,13 +405,21 @@ def training_record(run_folder: str | Path, *, command: str, commit: str, beside
         raise RunRecordError(f"{folder}: a training record needs a finished run (summary.json); this one is {state}")
     options = (_json(folder / "training_args.json") or {}).get("options") or summary.get("options") or {}
     budget = paper_budget(status.metric, options.get("stage"))
-    seconds = _seconds(summary)
+    cover = summary.get("seconds_cover", "run")
+    if hours is not None:
+        seconds, hours_source = 3600.0 * hours, "given when recorded (the run's summary covers its last call only)"
+    elif cover == "this_call":
+        raise RunRecordError(f"{folder}: its summary's seconds cover the last call only (the run resumed a state "
+                             "saved before the loop recorded its time); give the run's hours")
+    else:
+        seconds, hours_source = _seconds(summary), "the run's summary"
     return {
         "metric": status.metric, "run": folder.name, "command": command, "commit": commit, "ran_beside": beside,
         "examples_seen": status.examples_seen, "unit": status.unit, "paper_budget_examples": status.examples_budget,
         "paper_budget_share": (round(status.budget_fraction, 4) if status.budget_fraction is not None else None),
         "paper_budget": budget.paper if budget is not None else None,
         "optimizer_steps": status.steps, "hours": round(seconds / 3600, 3) if seconds is not None else None,
+        "hours_source": hours_source,
         "device": status.device or options.get("device"), "precision": options.get("precision", "fp32"),
         "threads": options.get("threads"),
         "validation": {"key": status.validation_key, "best": status.best, "best_step": status.best_step},
@@ -414,7 +427,7 @@ def training_record(run_folder: str | Path, *, command: str, commit: str, beside
     }
 
 
-def write_training_record(run_folder: str | Path, checkpoint: str | Path, **fields: str) -> Path:
+def write_training_record(run_folder: str | Path, checkpoint: str | Path, **fields: Any) -> Path:
     """Write :func:`training_record` of ``run_folder`` into ``checkpoint``/``training.json``; returns its path."""
     record = training_record(run_folder, **fields)
     path = Path(checkpoint) / TRAINING_RECORD

@@ -1,6 +1,7 @@
 """The shared training loop: interrupted runs resume to the same weights, bounded runs stop cleanly, gradient
 accumulation and batch-building workers change nothing but speed."""
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -63,6 +64,21 @@ def test_a_run_cut_at_step_1000_and_resumed_ends_with_identical_weights(straight
     assert second.finished and second.steps == STEPS
     assert _same(resumed, straight[0])
     assert [h["step"] for h in second.history] == [h["step"] for h in straight[1].history]
+    # the resumed run's seconds cover both calls: the first call's time is carried in the saved progress
+    assert first.seconds_cover == second.seconds_cover == "run"
+    saved = json.loads((tmp_path / "progress.json").read_text())
+    assert second.seconds >= first.seconds and saved["seconds"] >= first.seconds
+
+
+def test_a_state_saved_without_its_time_resumes_saying_its_seconds_cover_this_call_only(tmp_path):
+    _run(tmp_path, stop_after_steps=200)
+    progress = tmp_path / "progress.json"
+    saved = json.loads(progress.read_text())
+    del saved["seconds"]  # as a state saved before the loop recorded its time
+    progress.write_text(json.dumps(saved))
+    _, result = _run(tmp_path, stop_after_steps=200)
+    assert result.steps == 400 and result.seconds_cover == "this_call"
+    assert "seconds" not in json.loads(progress.read_text())  # nothing claims to cover the whole run later
 
 
 def test_a_deadline_stops_with_state_saved_and_the_rerun_finishes_identically(straight, tmp_path):

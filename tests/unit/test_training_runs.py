@@ -195,3 +195,16 @@ def test_a_shipped_checkpoint_records_its_finished_run_against_the_papers_budget
                    progress_step=40)
     with pytest.raises(RunRecordError, match="needs a finished run"):
         write_training_record(stopped, checkpoint, **fields)
+    # the loop's seconds (every call of a resumed run) come before a recipe's wall time of its last call
+    looped = _run(tmp_path / "runs" / "looped", metric="bert_ruber", options={"epochs": 20},
+                  summary={"finished": True, "steps": 5400, "train_seconds": 1800.0, "seconds_cover": "run",
+                           "total_seconds": 900.0})
+    record = json.loads(write_training_record(looped, checkpoint, **fields).read_text())
+    assert record["hours"] == 0.5 and record["hours_source"] == "the run's summary"
+    # a summary whose seconds cover its last call only is refused unless the hours are given, and then says so
+    partial = _run(tmp_path / "runs" / "partial", metric="bert_ruber", options={"epochs": 20},
+                   summary={"finished": True, "steps": 5400, "seconds": 47.6, "seconds_cover": "this_call"})
+    with pytest.raises(RunRecordError, match="give the run's hours"):
+        write_training_record(partial, checkpoint, **fields)
+    record = json.loads(write_training_record(partial, checkpoint, hours=0.146, **fields).read_text())
+    assert record["hours"] == 0.146 and record["hours_source"].startswith("given when recorded")

@@ -206,13 +206,11 @@ def run(opts: AmrParserTrainingOptions) -> dict:
         eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
         max_steps=opts.max_steps, device=opts.device, **shared_loop_arguments(opts, started=t0),
     )
-    start = time.perf_counter()
     result = train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
                    loss_fn=loss_fn, evaluate_fn=evaluate_fn,
                    save_best=functools.partial(replace_checkpoint, trainable_only=True, half=True),
                    selection_key="val_smatch", greater_is_better=True, resume=opts.resume, collate=collate,
                    learning_rate_of=learning_rate_of)
-    train_seconds = time.perf_counter() - start
     device = next(model.parameters()).device
     seen = {"device": device_description(device), "examples_seen": result.steps * opts.batch_size *
             opts.gradient_accumulation}
@@ -234,7 +232,7 @@ def run(opts: AmrParserTrainingOptions) -> dict:
         "finished": True, "examples": {split: len(v) for split, v in sets.items()},
         "corpora": list(opts.corpus_names), "output_tokens": model.config.output_size,
         "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
-        "best_val_smatch": result.best_metric, **reports, **seen, "train_seconds": round(train_seconds, 1),
+        "best_val_smatch": result.best_metric, **reports, **seen, "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,
         "cut_training_targets": batcher.cut(train_examples), "torch_threads": torch.get_num_threads(),
         "history": result.history, "options": {k: v for k, v in vars(opts).items()},
     }

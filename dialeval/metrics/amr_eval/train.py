@@ -277,11 +277,9 @@ def run(opts: AmrEvalTrainingOptions) -> dict:
         eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
         max_steps=opts.max_steps, device=opts.device, **shared_loop_arguments(opts, started=t0),
     )
-    start = time.perf_counter()
     result = train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
                    loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_accuracy",
                    greater_is_better=True, resume=opts.resume, collate=collate, learning_rate_of=learning_rate_of)
-    train_seconds = time.perf_counter() - start
     device = next(model.parameters()).device
     seen = {"device": device_description(device),
             "examples_seen": result.steps * opts.batch_size * opts.gradient_accumulation}
@@ -297,7 +295,7 @@ def run(opts: AmrEvalTrainingOptions) -> dict:
         "finished": True, "examples": {split: len(v) for split, v in sets.items()},
         "graph_source": prepared["graph_source"], "relations": len(prepared["relations"]),
         "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
-        "best_val_accuracy": result.best_metric, **reports, **seen, "train_seconds": round(train_seconds, 1),
+        "best_val_accuracy": result.best_metric, **reports, **seen, "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,
         "truncated_inputs": builder.truncated, "torch_threads": torch.get_num_threads(),
         "history": result.history, "options": {k: v for k, v in vars(opts).items()},
     }

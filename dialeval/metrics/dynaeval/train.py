@@ -259,13 +259,11 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
         eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
         max_steps=opts.max_steps, device=opts.device, **shared_loop_arguments(opts, started=t0),
     )
-    start = time.perf_counter()
     result = train(
         model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
         loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_half_checkpoint, selection_key="val_pair_accuracy",
         greater_is_better=True, resume=opts.resume, collate=collate,
     )
-    train_seconds = time.perf_counter() - start
     device = next(model.parameters()).device
     seen = {"device": device_description(device),
             "pairs_seen": result.steps * opts.batch_size * opts.gradient_accumulation,
@@ -290,7 +288,7 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
         "corpus": corpus_stats, "unique_texts": len(texts), "embeddings": embed_stats,
         "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
         "best_val_pair_accuracy": result.best_metric, **test, **seen,
-        "train_seconds": round(train_seconds, 1), "torch_threads": torch.get_num_threads(),
+        "train_seconds": result.seconds, "seconds_cover": result.seconds_cover, "torch_threads": torch.get_num_threads(),
         "history": result.history, "options": asdict(opts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -65,10 +65,11 @@ from ...training import (
     training_device,
     with_torch_threads,
 )
+from ...training.buckets import length_bucketed_batches
 from ...training.prepared import ensure_prepared, write_manifest
 from .data import PairTable, build_pairs, context_windows, with_extra_negatives
 from .features import GraphFeaturizer
-from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder, base_tokenizer, to_device
+from .inputs import CONTEXT_TURNS, GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder, base_tokenizer, to_device
 from .keywords import KeywordExtractor
 from .options import GradeTrainingOptions
 from .tables import GraphTables
@@ -179,6 +180,20 @@ def save_small_checkpoint(model, path: Path, resources_dir: Path) -> None:
     shutil.copy(resources_dir / KEYWORDS_FILE, path / KEYWORDS_FILE)
 
 
+def row_lengths(texts: list[str], arrays: dict[str, np.ndarray], tokenizer, max_seq_length: int) -> np.ndarray:
+    """Tokens of each pair of ``arrays`` (one split of a :class:`~dialeval.metrics.grade.data.PairTable`): its
+    positive and its negative input, each ``[CLS] context [SEP] response [SEP]`` of the last two context turns, cut
+    to ``max_seq_length`` (each text tokenised once, a context's turns apart; ``--length-buckets`` sorts by it)."""
+    used = np.unique(np.concatenate([np.asarray(arrays["context"])[:, -CONTEXT_TURNS:].ravel(),
+                                     arrays["positive"], arrays["negative"]]))
+    counts = np.zeros(len(texts), dtype=np.int64)
+    ids = tokenizer([texts[i] for i in used], add_special_tokens=False, verbose=False)["input_ids"]
+    counts[used] = [len(row) for row in ids]
+    context = counts[np.asarray(arrays["context"])[:, -CONTEXT_TURNS:]].sum(axis=1)
+    return sum(np.minimum(context + counts[np.asarray(arrays[side])] + 3, max_seq_length)
+               for side in ("positive", "negative"))
+
+
 class PairBatches:
     """Model inputs for rows of the splits of a prepared :class:`~dialeval.metrics.grade.data.PairTable`, built on
     the CPU: tokens by the encoder's tokenizer, graph features from the stored keywords and the graph tables."""
@@ -215,8 +230,20 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
     n_train, n_val = (len(splits[s]["positive"]) for s in ("train", "validation"))
     steps_per_epoch = n_train // opts.batch_size  # batches per epoch
 
+    def permutation(epoch: int) -> np.ndarray:
+        return np.random.default_rng(opts.seed + epoch).permutation(n_train)
+
+    if opts.length_buckets:
+        _, bucketed = length_bucketed_batches(
+            row_lengths(table.texts, splits["train"], builder.tokenizer, opts.max_seq_length),
+            batch_size=opts.batch_size, gradient_accumulation=opts.gradient_accumulation, seed=opts.seed,
+            pool=opts.length_buckets, permutation=permutation)
+
     def epoch_batches(epoch: int):
-        order = np.random.default_rng(opts.seed + epoch).permutation(n_train)
+        if opts.length_buckets:
+            yield from (rows.tolist() for rows in bucketed(epoch))
+            return
+        order = permutation(epoch)
         for start in range(0, steps_per_epoch * opts.batch_size, opts.batch_size):
             yield order[start:start + opts.batch_size].tolist()
 
@@ -265,7 +292,7 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
     summary = {
         "finished": True, "train_pairs": n_train, "validation_pairs": n_val, "steps": result.steps,
         "total_steps": result.total_steps, "best_step": result.best_step,
-        f"best_{opts.select_by}": result.best_metric, "seconds": result.seconds, **seen, "history": result.history,
+        f"best_{opts.select_by}": result.best_metric, "seconds": result.seconds, "seconds_cover": result.seconds_cover, **seen, "history": result.history,
         "options": asdict(opts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -340,4 +340,4 @@ def run(opts: PoneTrainingOptions) -> dict:
 
 def _stage_summary(result, selection: str) -> dict:
     return {"steps": result.steps, "best_step": result.best_step, f"best_{selection}": result.best_metric,
-            "seconds": result.seconds, "history": result.history}
+            "seconds": result.seconds, "seconds_cover": result.seconds_cover, "history": result.history}

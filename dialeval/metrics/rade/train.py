@@ -35,13 +35,13 @@ from ...training import (
     TrainingOptionsError,
     device_description,
     on_model_device,
-    recipe_batches,
     replace_checkpoint,
     shared_loop_arguments,
     stopped_summary,
     train,
     with_torch_threads,
 )
+from ...training.buckets import epoch_batches_for
 from ...training.prepared import start_run, write_manifest
 from .data import STAGE1_SOURCE, Example, load_examples, save_examples, stage1_examples, stage2_examples
 from .inputs import RadeInputBuilder, base_tokenizer
@@ -132,6 +132,21 @@ def learning_rates(opts: RadeTrainingOptions):
     return learning_rate_of
 
 
+def row_lengths(builder: RadeInputBuilder, examples: list[Example], generation: bool) -> np.ndarray:
+    """Tokens of each example's rows as :class:`ExampleBatcher` builds them: the evaluator's input, and with
+    ``generation`` the decoder's context and reference labels (``--length-buckets`` sorts by it; the builder's
+    :attr:`~.inputs.RadeInputBuilder.truncated` count is left as it was)."""
+    before = builder.truncated
+    contexts = [e.context for e in examples]
+    lengths = np.asarray([len(x.ids) for x in builder.evaluator_inputs(
+        contexts, [e.reference for e in examples], [e.candidate for e in examples])], dtype=np.int64)
+    if generation:
+        lengths += [len(ids) for ids in builder.context_ids(contexts)]
+        lengths += [len(ids) for ids in builder.reference_labels([e.reference for e in examples])]
+    builder.truncated = before
+    return lengths
+
+
 class ExampleBatcher:
     """Examples -> model inputs (the evaluator's input; with ``generation``, the decoder's context and labels) and
     the [B, 2] labels (reference, candidate)."""
@@ -207,7 +222,8 @@ def run(opts: RadeTrainingOptions) -> dict:
     batcher = ExampleBatcher(builder, generation=opts.generation)
     weights = opts.loss_weights()
     train_examples = sets["train"]
-    batches_per_epoch, epoch_batches = recipe_batches(len(train_examples), opts)
+    batches_per_epoch, epoch_batches = epoch_batches_for(
+        lambda: row_lengths(builder, train_examples, opts.generation), len(train_examples), opts)
 
     def collate(indices: np.ndarray) -> dict[str, torch.Tensor]:
         return batcher.collate([train_examples[i] for i in indices])
@@ -234,12 +250,10 @@ def run(opts: RadeTrainingOptions) -> dict:
         log_every=max(1, min(20, steps_per_epoch)), max_steps=opts.max_steps, device=opts.device,
         **shared_loop_arguments(opts, started=t0),
     )
-    start = time.perf_counter()
     result = train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
                    loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_correlation",
                    greater_is_better=True, resume=opts.resume, collate=collate,
                    learning_rate_of=learning_rates(opts))
-    train_seconds = time.perf_counter() - start
     device = next(model.parameters()).device
     seen = {"device": device_description(device),
             "examples_seen": result.steps * opts.batch_size * opts.gradient_accumulation}
@@ -259,7 +273,7 @@ def run(opts: RadeTrainingOptions) -> dict:
         "finished": True, "stage": opts.stage, "examples": {split: len(v) for split, v in sets.items()},
         "loss_weights": asdict(weights), "steps_per_epoch": steps_per_epoch, "steps": result.steps,
         "best_step": result.best_step, "best_val_correlation": result.best_metric, **reports,
-        "scoring_checkpoint": str(scoring), **seen, "train_seconds": round(train_seconds, 1),
+        "scoring_checkpoint": str(scoring), **seen, "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,
         "torch_threads": torch.get_num_threads(), "history": result.history, "options": asdict(opts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
