@@ -405,12 +405,14 @@ def training_record(run_folder: str | Path, *, command: str, commit: str, beside
         raise RunRecordError(f"{folder}: a training record needs a finished run (summary.json); this one is {state}")
     options = (_json(folder / "training_args.json") or {}).get("options") or summary.get("options") or {}
     budget = paper_budget(status.metric, options.get("stage"))
-    cover = summary.get("seconds_cover", "run")
+    cover = summary.get("seconds_cover")  # absent: written before the loop kept a resumed run's time
     if hours is not None:
-        seconds, hours_source = 3600.0 * hours, "given when recorded (the run's summary covers its last call only)"
-    elif cover == "this_call":
-        raise RunRecordError(f"{folder}: its summary's seconds cover the last call only (the run resumed a state "
-                             "saved before the loop recorded its time); give the run's hours")
+        seconds, hours_source = 3600.0 * hours, "given when recorded (the run's summary cannot say them)"
+    elif cover != "run":
+        why = ("cover its last call only (the run resumed a state saved before the loop recorded its time)"
+               if cover == "this_call" else "may cover its last call only (written before the loop kept a "
+               "resumed run's time)")
+        raise RunRecordError(f"{folder}: its summary's seconds {why}; give the run's hours")
     else:
         seconds, hours_source = _seconds(summary), "the run's summary"
     return {

@@ -177,7 +177,8 @@ def test_a_shipped_checkpoint_records_its_finished_run_against_the_papers_budget
                options={"epochs": 20, "batch_size": 256, "max_positives": 0, "precision": "fp32", "threads": 1,
                         "device": "cpu"}, total=5400, steps_per_epoch=270, selection="val_accuracy",
                log=[{"event": "eval", "step": 4000, "val_accuracy": 0.84, "best": True, "time": NOW - 60}],
-               summary={"finished": True, "steps": 5400, "total_seconds": 5400.0, "device": "cpu"})
+               summary={"finished": True, "steps": 5400, "total_seconds": 5400.0, "seconds_cover": "run",
+                        "device": "cpu"})
     checkpoint = tmp_path / "checkpoint"
     fields = dict(command="dialeval train bert-ruber --max-positives 0", commit="abc1234", beside="a GRADE run")
     with pytest.raises(RunRecordError, match="no config.json"):
@@ -208,3 +209,8 @@ def test_a_shipped_checkpoint_records_its_finished_run_against_the_papers_budget
         write_training_record(partial, checkpoint, **fields)
     record = json.loads(write_training_record(partial, checkpoint, hours=0.146, **fields).read_text())
     assert record["hours"] == 0.146 and record["hours_source"].startswith("given when recorded")
+    # a summary that does not say what its seconds cover (written before the loop kept them) is refused too
+    unsaid = _run(tmp_path / "runs" / "unsaid", metric="bert_ruber", options={"epochs": 20},
+                  summary={"finished": True, "steps": 5400, "train_seconds": 0.0})
+    with pytest.raises(RunRecordError, match="may cover its last call only"):
+        write_training_record(unsaid, checkpoint, **fields)
