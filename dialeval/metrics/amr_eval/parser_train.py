@@ -232,7 +232,8 @@ def run(opts: AmrParserTrainingOptions) -> dict:
         "finished": True, "examples": {split: len(v) for split, v in sets.items()},
         "corpora": list(opts.corpus_names), "output_tokens": model.config.output_size,
         "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
-        "best_val_smatch": result.best_metric, **reports, **seen, "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,
+        "best_val_smatch": result.best_metric, **reports, **seen, "train_seconds": result.seconds,
+        "seconds_cover": result.seconds_cover,
         "cut_training_targets": batcher.cut(train_examples), "torch_threads": torch.get_num_threads(),
         "history": result.history, "options": {k: v for k, v in vars(opts).items()},
     }

@@ -295,7 +295,8 @@ def run(opts: AmrEvalTrainingOptions) -> dict:
         "finished": True, "examples": {split: len(v) for split, v in sets.items()},
         "graph_source": prepared["graph_source"], "relations": len(prepared["relations"]),
         "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
-        "best_val_accuracy": result.best_metric, **reports, **seen, "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,
+        "best_val_accuracy": result.best_metric, **reports, **seen, "train_seconds": result.seconds,
+        "seconds_cover": result.seconds_cover,
         "truncated_inputs": builder.truncated, "torch_threads": torch.get_num_threads(),
         "history": result.history, "options": {k: v for k, v in vars(opts).items()},
     }

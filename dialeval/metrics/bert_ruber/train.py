@@ -320,7 +320,8 @@ def run(opts: HeadTrainingOptions) -> dict:
         "distinct_train_responses": pool_size, "validation_positives": len(val_pairs), "steps": result.steps,
         "best_step": result.best_step, f"best_{opts.selection}": result.best_metric, **seen,
         "prepare_seconds": round(prepare_seconds, 1), "encode_seconds": round(encode_seconds, 1),
-        "train_seconds": result.seconds, "seconds_cover": result.seconds_cover, "total_seconds": round(time.monotonic() - t0, 1),
+        "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,
+        "total_seconds": round(time.monotonic() - t0, 1),
         "embeddings": emb.stats, "torch_threads": torch.get_num_threads(), "history": result.history,
         "options": asdict(opts),
     }

@@ -288,7 +288,8 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
         "corpus": corpus_stats, "unique_texts": len(texts), "embeddings": embed_stats,
         "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
         "best_val_pair_accuracy": result.best_metric, **test, **seen,
-        "train_seconds": result.seconds, "seconds_cover": result.seconds_cover, "torch_threads": torch.get_num_threads(),
+        "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,
+        "torch_threads": torch.get_num_threads(),
         "history": result.history, "options": asdict(opts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
