@@ -292,7 +292,8 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
     summary = {
         "finished": True, "train_pairs": n_train, "validation_pairs": n_val, "steps": result.steps,
         "total_steps": result.total_steps, "best_step": result.best_step,
-        f"best_{opts.select_by}": result.best_metric, "seconds": result.seconds, "seconds_cover": result.seconds_cover, **seen, "history": result.history,
+        f"best_{opts.select_by}": result.best_metric, "seconds": result.seconds,
+        "seconds_cover": result.seconds_cover, **seen, "history": result.history,
         "options": asdict(opts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
