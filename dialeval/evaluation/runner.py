@@ -286,7 +286,41 @@ def read_results(path: str | os.PathLike) -> list[dict[str, Any]]:
                                                for r in loaded):
         raise InputFileError(f"{path} is not a results file of `dialeval benchmark` (a JSON list of results, each "
                              "with 'benchmark' and 'rows')")
-    return loaded
+    return [rows_from_table(res, source=f"{path}: result {i}") for i, res in enumerate(loaded)]
+
+
+def rows_as_table(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with its rows stored as one table: ``columns`` (the rows' keys, less the ``metric`` and
+    ``benchmark`` the result itself names) and ``rows`` as lists of values. Rows whose keys differ stay as they are.
+    :func:`read_results` turns the table back into the rows it came from (the result's ``metric`` and ``benchmark``
+    as their last keys)."""
+    rows = result["rows"]
+    keys = {tuple(row) for row in rows}
+    if len(keys) != 1:
+        return result
+    own = {k: result[k] for k in ("metric", "benchmark") if k in result}
+    if not all(k in row and row[k] == v for row in rows for k, v in own.items()):
+        return result
+    columns = [k for k in next(iter(keys)) if k not in own]
+    return {**{k: v for k, v in result.items() if k != "rows"}, "columns": columns,
+            "rows": [[row[c] for c in columns] for row in rows]}
+
+
+def rows_from_table(result: dict[str, Any], *, source: str) -> dict[str, Any]:
+    """The inverse of :func:`rows_as_table` (a result without ``columns`` is returned as it is); a row whose length
+    is not the columns' is an :class:`InputFileError` naming ``source`` and the row."""
+    if "columns" not in result:
+        return result
+    columns, own = result["columns"], {}
+    for i, row in enumerate(result["rows"]):
+        if not isinstance(row, list) or len(row) != len(columns):
+            raise InputFileError(f"{source}, row {i}: {len(row) if isinstance(row, list) else type(row).__name__} "
+                                 f"values for {len(columns)} columns")
+    for k in ("metric", "benchmark"):
+        if k in result and k not in columns:
+            own[k] = result[k]
+    rows = [{**dict(zip(columns, row)), **own} for row in result["rows"]]
+    return {**{k: v for k, v in result.items() if k != "columns"}, "rows": rows}
 
 
 def write_csv(results: list[BenchmarkResult], path: Path) -> None:

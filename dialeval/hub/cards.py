@@ -1,12 +1,13 @@
 """Cards rendered from measured results: the stored results, the metric card's results section, the model card.
 
-The figures a card shows come from one place: ``hub_cards/results/<metric>.json``, the JSON that ``dialeval
-benchmark`` writes, kept without what no card shows: the per-item arrays (scores, ids, human ratings) and Kendall's
-tau, its numbers to six significant digits. ``dialeval cards collect`` writes that file from benchmark output; ``dialeval cards render`` rewrites the
-results section of ``metrics/<metric>/README.md`` from it, between :data:`BEGIN` and :data:`END`; the model card of
-an exported checkpoint (:func:`model_card`) takes its ``model-index`` from the same rows. A test re-renders every
-card from the stored results and fails when a card and its results differ, and when the stored results were not
-measured on the shipped checkpoint.
+The figures a card shows come from one place: ``hub_cards/results/<metric>.json``, the JSON that ``dialeval benchmark``
+writes, kept without what no card shows: the per-item arrays (scores, ids, human ratings) and Kendall's tau, its numbers
+to six significant digits and each result's rows as one table (``columns`` and lists of values, which
+:func:`~dialeval.evaluation.read_results` turns back into rows). ``dialeval cards collect`` writes that file from
+benchmark output; ``dialeval cards render`` rewrites the results section of ``metrics/<metric>/README.md`` from it,
+between :data:`BEGIN` and :data:`END`; the model card of an exported checkpoint (:func:`model_card`) takes its
+``model-index`` from the same rows. A test re-renders every card from the stored results and fails when a card and its
+results differ, and when the stored results were not measured on the shipped checkpoint.
 
 The model card is written into the exported folder by ``dialeval export`` and ``dialeval release`` alike
 (:func:`exported_model_card`, through :func:`dialeval.hub.release.export_model`). Besides the ``model-index`` (only
@@ -30,7 +31,7 @@ from typing import Any
 
 from ..errors import DialevalError, InputFileError
 from ..evaluation import corpus_summary, markdown_report, read_results
-from ..evaluation.runner import comparison
+from ..evaluation.runner import comparison, rows_as_table
 from ..scoring.registry import metric_spec
 
 #: Keys of a benchmark result that a card reads; the rest (per-item arrays, timing metadata) is not stored.
@@ -108,8 +109,8 @@ def collect(metric: str, paths: Sequence[str | os.PathLike], out: str | os.PathL
             results.append(rounded(kept))
     check_results(metric, results, known_metrics, source=", ".join(map(str, paths)))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    # one result per line: small, and a diff shows which result changed
-    lines = ",\n".join(json.dumps(res, allow_nan=True) for res in results)
+    # one result per line, its rows as one table: small, and a diff shows which result changed
+    lines = ",\n".join(json.dumps(rows_as_table(res), allow_nan=True, separators=(",", ":")) for res in results)
     Path(out).write_text(f"[\n{lines}\n]\n", encoding="utf-8")
     return results
 

@@ -7,6 +7,7 @@ import re
 import pytest
 import yaml
 
+from dialeval.errors import InputFileError
 from dialeval.hub.cards import (
     BEGIN,
     END,
@@ -115,6 +116,29 @@ def test_collect_keeps_what_a_card_reads_and_refuses_what_it_cannot_reproduce(tm
         with pytest.raises(CardError, match=re.escape(messages[case])):
             collect("pone", [path], tmp_path / "never.json", KNOWN)
     assert not (tmp_path / "never.json").exists()
+
+
+def test_stored_rows_are_one_table_that_reads_back_as_the_rows(tmp_path):
+    from dialeval.evaluation import read_results
+
+    res = _result("pone")
+    res["rows"] = [dict(row, metric="pone", benchmark="grade_eval") for row in res["rows"] * 2]
+    res["rows"][1] = dict(res["rows"][1], subset="dailydialog", pearson_p=None)
+    src = tmp_path / "bench.json"
+    src.write_text(json.dumps([res]))
+    collect("pone", [src], tmp_path / "out.json", KNOWN)
+    stored = json.loads((tmp_path / "out.json").read_text())[0]
+    assert "metric" not in stored["columns"] and all(isinstance(row, list) for row in stored["rows"])
+    assert read_results(tmp_path / "out.json")[0]["rows"] == res["rows"]
+    # rows whose keys differ are kept as rows; a table row of the wrong length is refused, naming it
+    res["rows"][1]["extra"] = 1
+    src.write_text(json.dumps([res]))
+    collect("pone", [src], tmp_path / "out.json", KNOWN)
+    assert read_results(tmp_path / "out.json")[0]["rows"] == res["rows"]
+    stored["rows"][1] = stored["rows"][1][:-1]
+    (tmp_path / "bad.json").write_text(json.dumps([stored]))
+    with pytest.raises(InputFileError, match=re.escape("result 0, row 1: ")):
+        read_results(tmp_path / "bad.json")
 
 
 def test_every_benchmark_but_the_training_corpus_has_a_dataset_repo():
