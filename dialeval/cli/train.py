@@ -70,8 +70,8 @@ _SPEED_PARAMS = {
     "settings": (str, typer.Option(
         "fp32,bf16,fp32+bucket,bf16+bucket", "--settings",
         help="Comma-separated settings, each parts joined by '+': fp32 or bf16 (autocast), longest (the recipe's "
-             "padding) or bucket (rows of similar length batched together), threads=N, batch=N. The first is the "
-             "reference of the ratio.")),
+             "padding) or bucket (the block's rows regrouped by length), threads=N, batch=N, buckets=N (the "
+             "recipe's own --length-buckets N; 0: off). The first is the reference of the ratio.")),
     "steps": (int, typer.Option(20, "--steps", min=1, help="Timed optimizer steps per setting and round.")),
     "rounds": (int, typer.Option(3, "--rounds", min=1, help="Rounds over all settings (round-robin).")),
     "warmup": (int, typer.Option(1, "--warmup", min=0, help="Untimed steps before each timed block.")),

@@ -12,6 +12,8 @@ A setting (:class:`SpeedSetting`, written ``bf16+bucket+threads=4+batch=32``) ch
 - the precision: ``fp32`` or ``bf16`` (autocast on the training device, as ``--precision bf16``);
 - ``threads=N``: torch's CPU threads (default: the command's ``--threads``; 0 is torch's default);
 - ``batch=N``: the batch size (the recipe is run again with ``--batch-size N``: its own batches of that size);
+- ``buckets=N``: the recipe's own length bucketing (it is run again with ``--length-buckets N``, 0 for off: its own
+  batches of rows of similar length, :mod:`dialeval.training.buckets`), for a recipe that has the option;
 - the padding: ``longest``, the recipe's own (every recipe pads each batch to its longest row), or ``bucket``: the
   same rows, sorted by length and cut into batches again (in a shuffled order), so that a batch holds rows of
   similar length. The rows regrouped are all the rows the block uses, ``(warmup + steps) x accumulation`` batches.
@@ -70,6 +72,7 @@ class SpeedSetting:
     padding: str = "longest"
     threads: int | None = None
     batch_size: int | None = None
+    length_buckets: int | None = None
     label: str = field(default="", compare=False)
 
     @property
@@ -83,11 +86,14 @@ class SpeedSetting:
             parts.append(f"threads={self.threads}")
         if self.batch_size is not None:
             parts.append(f"batch={self.batch_size}")
+        if self.length_buckets is not None:
+            parts.append(f"buckets={self.length_buckets}")
         return "+".join(parts)
 
 
 def parse_setting(text: str) -> SpeedSetting:
-    """``bf16+bucket+threads=4+batch=32`` (any order, each part at most once) as a :class:`SpeedSetting`."""
+    """``bf16+bucket+threads=4+batch=32+buckets=64`` (any order, each part at most once) as a
+    :class:`SpeedSetting`."""
     values: dict[str, Any] = {}
 
     def put(key: str, value: Any, part: str) -> None:
@@ -100,15 +106,15 @@ def parse_setting(text: str) -> SpeedSetting:
             put("precision", part, part)
         elif part in PADDINGS:
             put("padding", part, part)
-        elif part.startswith(("threads=", "batch=")):
+        elif part.startswith(("threads=", "batch=", "buckets=")):
             key, _, number = part.partition("=")
             if not number.isdigit() or (key == "batch" and int(number) < 1):
                 raise SpeedBenchmarkError(f"setting {text!r}: {key}= takes a whole number"
                                           f"{' above 0' if key == 'batch' else ''}, got {number!r}")
-            put("threads" if key == "threads" else "batch_size", int(number), part)
+            put({"threads": "threads", "batch": "batch_size", "buckets": "length_buckets"}[key], int(number), part)
         else:
             raise SpeedBenchmarkError(f"setting {text!r}: unknown part {part!r} (parts: {', '.join(PRECISIONS)}, "
-                                      f"{', '.join(PADDINGS)}, threads=N, batch=N, joined by '+')")
+                                      f"{', '.join(PADDINGS)}, threads=N, batch=N, buckets=N, joined by '+')")
     return SpeedSetting(**values, label="+".join(p.strip() for p in text.split("+")))
 
 
@@ -134,6 +140,7 @@ class SettingResult:
     threads: int
     batch_size: int
     examples_per_step: int
+    length_buckets: int | None = None  # the recipe's --length-buckets (None: a recipe without the option)
     steps: int = 0
     seconds: float = 0.0
     round_steps_per_second: list[float] = field(default_factory=list)
@@ -380,32 +387,42 @@ def run_speed_benchmark(run: Callable[[Any], Any], opts: Any, settings: Sequence
     with tempfile.TemporaryDirectory(prefix="dialeval-train-speed-") as work:
         if not copy_prepared(opts.output_dir, Path(work)):
             echo(f"{opts.output_dir} holds no prepared.json: the recipe prepares into a temporary folder first")
-        trainers: dict[int, _Trainer] = {}
-        batch_sets: dict[tuple[int, str], _Batches] = {}
+        trainers: dict[tuple[int, int | None], _Trainer] = {}
+        batch_sets: dict[tuple[int, int | None, str], _Batches] = {}
         results = []
+        recipe_buckets = getattr(opts, "length_buckets", None)
         for setting in settings:
             size = setting.batch_size or opts.batch_size
-            if size not in trainers:
-                echo(f"building {metric}'s model and batches (batch size {size}) with the recipe")
+            if setting.length_buckets is not None and recipe_buckets is None:
+                raise SpeedBenchmarkError(f"setting {setting.name!r}: buckets=N needs a recipe with --length-buckets; "
+                                          f"{metric}'s has none (bucket regroups any recipe's rows)")
+            buckets = recipe_buckets if setting.length_buckets is None else setting.length_buckets
+            key = (size, buckets)
+            if key not in trainers:
+                echo(f"building {metric}'s model and batches (batch size {size}"
+                     f"{'' if buckets is None else f', length buckets {buckets}'}) with the recipe")
+                changes = {} if buckets is None else {"length_buckets": buckets}
                 variant = dataclasses.replace(opts, output_dir=work, batch_size=size, prepare_only=False,
-                                              resume=False, max_minutes=None)
-                trainers[size] = _Trainer.build(capture_loop_inputs(run, variant))
-            if (size, setting.padding) not in batch_sets:
-                batch_sets[size, setting.padding] = build_batches(trainers[size].inputs, count, setting.padding,
-                                                                  seed=opts.seed)
-            built = batch_sets[size, setting.padding]
+                                              resume=False, max_minutes=None, **changes)
+                trainers[key] = _Trainer.build(capture_loop_inputs(run, variant))
+            if (*key, setting.padding) not in batch_sets:
+                batch_sets[(*key, setting.padding)] = build_batches(trainers[key].inputs, count, setting.padding,
+                                                                    seed=opts.seed)
+            built = batch_sets[(*key, setting.padding)]
             tokens = built.tokens
             results.append(SettingResult(
                 setting=setting.name, precision=setting.precision, padding=setting.padding,
                 threads=default_threads if setting.threads is None else setting.threads, batch_size=size,
-                examples_per_step=size * accumulate, tokens_per_row=None if tokens is None else tokens[0],
+                examples_per_step=size * accumulate, length_buckets=buckets,
+                tokens_per_row=None if tokens is None else tokens[0],
                 real_tokens_per_row=None if tokens is None else tokens[1], collate_ms_per_batch=built.collate_ms,
                 observed_rows_per_batch=sorted({n for n in built.rows if n is not None})))
         device = next(iter(trainers.values())).device
         for number in range(rounds):
             for setting, result in zip(settings, results):
-                trainers[result.batch_size].time_block(
-                    batch_sets[result.batch_size, setting.padding].collated, precision=setting.precision,
+                key = (result.batch_size, result.length_buckets)
+                trainers[key].time_block(
+                    batch_sets[(*key, setting.padding)].collated, precision=setting.precision,
                     threads=result.threads or torch.get_num_threads(), warmup=warmup, steps=steps, result=result)
             echo(f"round {number + 1}/{rounds}: " + ", ".join(
                 f"{r.setting} {r.round_steps_per_second[-1]:.2f}" for r in results) + " steps/s")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from ...training.buckets import LENGTH_BUCKETS_HELP
 from ...training.options import TrainingOptions, TrainingOptionsError, option
 from .data import RADE_SETS
 from .losses import LossWeights
@@ -50,6 +51,7 @@ class RadeTrainingOptions(TrainingOptions):
     max_seq_length: int = option(256, min=16, help="Tokens of the evaluator's input.")
     max_reference_length: int = option(64, min=4, help="Tokens of the reference and of the candidate (each) and "
                                                        "of a generated reference.")
+    length_buckets: int = option(0, min=0, help=LENGTH_BUCKETS_HELP)
     pooling: Literal["segments", "mean"] = option(
         "segments", help="Regressor input: segments (the means of the context, reference and candidate tokens with "
                          "their products) or mean (one mean over every token).")
