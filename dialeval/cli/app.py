@@ -1,7 +1,7 @@
 """Command line (``dialeval --help`` lists every command): scoring and evaluation (``score``, ``benchmark``,
-``report``, ``compare``, ``scale-benchmark``, ``bench ...``, ``amr-smatch``, ``grade ...``, ``list``), training
-(``train ...``, ``train-speed``, ``runs``, ``checkpoint ...``) and publishing (``export``, ``cards ...``,
-``release``, ``evaluate-modules``).
+``report``, ``compare``, ``scale-benchmark``, ``bench ...``, ``amr-smatch``, ``grade ...``, ``ensemble ...``,
+``list``), training (``train ...``, ``train-speed``, ``runs``, ``checkpoint ...``) and publishing (``export``,
+``cards ...``, ``release``, ``evaluate-modules``).
 
 A user's mistake (a :class:`~dialeval.errors.DialevalError`: bad input, an unknown name, a missing file, folder or
 checkpoint) is printed as one line, ``error: ...``, on stderr with exit status 2, whatever the subcommand;
@@ -578,6 +578,9 @@ from .hub import cards_app, release_command  # noqa: E402  (`dialeval cards ...`
 
 app.add_typer(cards_app, name="cards")
 app.command("release")(release_command)
+from .ensemble import ensemble_app  # noqa: E402  (`dialeval ensemble loo`: the ensemble's leave-one-out table)
+
+app.add_typer(ensemble_app, name="ensemble")
 from .tools import register as register_tools  # noqa: E402  (`dialeval bench|checkpoint|grade ...`)
 
 register_tools(app)

@@ -11,9 +11,9 @@ cards_app = typer.Typer(no_args_is_help=True, help="Metric and model cards rende
 
 
 def _metrics(metric: Optional[str]) -> list[str]:
-    from ..interfaces.space import SPACES
+    from ..hub.cards import card_metrics
 
-    return list(SPACES) if metric is None else [m.strip() for m in metric.split(",") if m.strip()]
+    return card_metrics() if metric is None else [m.strip() for m in metric.split(",") if m.strip()]
 
 
 @cards_app.command("collect")

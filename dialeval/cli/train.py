@@ -122,4 +122,5 @@ def speed_command(name: str, recipe: RecipeSpec) -> Callable[..., None]:
 
 
 for _name, (_, _recipe) in recipes().items():
-    speed_app.command(_name)(speed_command(_name, _recipe))
+    if _recipe.uses_training_loop:
+        speed_app.command(_name)(speed_command(_name, _recipe))

@@ -60,6 +60,13 @@ def project_root() -> Path:
     return root
 
 
+def card_metrics() -> list[str]:
+    """The metrics with a card rendered from stored results: those whose spec names ``card_benchmarks``."""
+    from ..scoring.registry import available_metrics
+
+    return [m for m in available_metrics() if metric_spec(m).card_benchmarks]
+
+
 def results_path(metric: str, root: str | os.PathLike | None = None) -> Path:
     return Path(root or project_root()) / "hub_cards" / "results" / f"{metric}.json"
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 __all__ = ["ExportSpec", "MetricSpec", "RecipeSpec", "SpaceSpec", "best_checkpoint", "import_object"]
 
+KINDS = ("baseline", "learned", "combination")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _COMMAND = re.compile(r"[a-z][a-z0-9-]*")
 
@@ -50,6 +51,9 @@ class RecipeSpec:
     module: str
     #: ``"module:function"``: ``function(opts, summary) -> str``, the line printed when a run ends
     summary_line: str
+    #: whether it trains through the shared loop (:mod:`dialeval.training.loop`); only such a recipe has
+    #: ``dialeval train-speed <command>`` (the ensemble's is fitted in closed form)
+    uses_training_loop: bool = True
 
     def __post_init__(self) -> None:
         if not _COMMAND.fullmatch(self.command):
@@ -114,7 +118,9 @@ class MetricSpec:
     name: str
     #: ``"module:Class"`` of its :class:`~dialeval.scoring.base.Scorer`
     scorer: str
-    kind: Literal["baseline", "learned"] = "learned"
+    #: ``baseline`` (no training), ``learned`` (a trained model of its own) or ``combination`` (a fitted combination
+    #: of other metrics' scores, e.g. the ensemble)
+    kind: Literal["baseline", "learned", "combination"] = "learned"
     #: other spellings the command line accepts for ``name`` (e.g. ``bert-ruber``)
     aliases: tuple[str, ...] = ()
     #: its training commands (``dialeval train <command>``)
@@ -131,8 +137,8 @@ class MetricSpec:
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
             raise ValueError(f"metric name {self.name!r}: letters, digits and '_', starting with a letter")
-        if self.kind not in ("baseline", "learned"):
-            raise ValueError(f"metric {self.name!r}: kind must be baseline or learned, got {self.kind!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"metric {self.name!r}: kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         if (self.space is not None or self.card_benchmarks) and not self.evaluate_module:
             raise ValueError(f"metric {self.name!r}: a Space or a card needs the metric's evaluate module folder")
 

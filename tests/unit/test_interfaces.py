@@ -103,7 +103,7 @@ def test_every_metric_folder_ships_as_an_evaluate_module():
     from dialeval.interfaces.evaluate_cache import module_names
 
     folders = sorted(d.name for d in (ROOT / "metrics").iterdir() if (d / f"{d.name}.py").is_file())
-    assert module_names() == folders == ["amr_eval", "bert_ruber", "dynaeval", "grade", "pone", "rade"]
+    assert module_names() == folders == ["amr_eval", "bert_ruber", "dynaeval", "ensemble", "grade", "pone", "rade"]
 
 
 def test_registered_modules_load_by_name_in_a_fresh_offline_process(tmp_path):

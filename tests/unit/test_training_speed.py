@@ -197,3 +197,14 @@ def test_a_recipe_without_token_batches_cannot_bucket():
     assert build_batches(inputs, 2, "longest", seed=0).tokens is None
     with pytest.raises(SpeedBenchmarkError, match="no attention mask"):
         build_batches(inputs, 2, "bucket", seed=0)
+
+
+def test_only_recipes_that_train_through_the_loop_have_a_speed_command():
+    from dialeval.cli.train import recipes
+
+    res = CliRunner().invoke(app, ["train-speed", "--help"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    looped = [name for name, (_, recipe) in recipes().items() if recipe.uses_training_loop]
+    assert "grade" in looped and "ensemble" not in looped
+    for name in recipes():
+        assert (f" {name} " in res.output) == (name in looped), name

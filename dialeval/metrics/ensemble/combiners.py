@@ -1,0 +1,253 @@
+"""How calibrated member scores become one score: the combiner candidates, fitted on human-rated sets.
+
+Training data is a list of :class:`Unit`: one human-rated set each, its items' calibrated member scores (a matrix,
+one column per member, in [0, 1]) and its human target. The agreement of a score with a set's humans is
+``(Pearson + Spearman) / 2`` (:func:`agreement`); every set counts once, whatever its size.
+
+Candidates (:data:`CANDIDATES`):
+
+* ``mean`` -- the unweighted mean of the calibrated scores (the reference point; nothing fitted);
+* ``mme_crs`` -- correlation re-scaling, the idea of MME-CRS (DSTC10 track 5): each member's weight is
+  ``max(0, r_m) ** k``, normalised to sum 1, where ``r_m`` is the member's mean agreement over the training sets
+  and ``k`` (:data:`GRIDS`) sharpens the weights towards the best members;
+* ``ridge`` -- ridge regression of the per-set standardised human scores (z-scores within each set) on the
+  calibrated scores centred within each set, each set weighted by ``1 / n_items`` so that sets count equally;
+  ``alpha`` from :data:`GRIDS`. The intercept puts the training items' mean score at 0: the score reads as a
+  standardised human rating.
+
+A candidate's setting (``k``, ``alpha``) is chosen by leave-one-set-out inside the training sets it is given
+(:func:`fit_candidate`): for each value, fit on all sets but one, score the one left out, average the agreements;
+the first best value wins, and the candidate is refitted on all its sets with it. Nothing outside the given sets is
+read.
+
+A fitted :class:`Combiner` scores item by item: ``intercept + sum_m weight_m * calibrated_m``, summed in the
+members' order with element-wise operations only, so an item's score never depends on the other items of a call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from ...errors import InputError
+
+__all__ = ["CANDIDATES", "GRIDS", "Combiner", "CombinerError", "Unit", "agreement", "fit_candidate", "fit_mean",
+           "fit_mme_crs", "fit_ridge"]
+
+CANDIDATES = ("mean", "mme_crs", "ridge")
+#: the settings each fitted candidate chooses from (by leave-one-set-out inside its training sets)
+GRIDS: dict[str, tuple[float, ...]] = {"mme_crs": (1.0, 2.0, 3.0, 4.0, 6.0, 8.0),
+                                       "ridge": (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)}
+#: the name of each candidate's setting
+SETTING = {"mme_crs": "k", "ridge": "alpha"}
+
+
+class CombinerError(InputError):
+    """Training data a combiner cannot be fitted on, or a stored combiner that cannot be read (the message says
+    which set, member or field)."""
+
+
+def agreement(scores: np.ndarray, human: np.ndarray) -> float:
+    """``(Pearson + Spearman) / 2`` of ``scores`` with ``human``; NaN when either is constant."""
+    x, y = np.asarray(scores, dtype=np.float64), np.asarray(human, dtype=np.float64)
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float((sps.pearsonr(x, y).statistic + sps.spearmanr(x, y).statistic) / 2.0)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One human-rated training set: its name, the calibrated member scores of its items (``X``, shape
+    ``(n_items, n_members)``, columns in ``members`` order) and the human target ``y`` (finite)."""
+
+    name: str
+    members: tuple[str, ...]
+    X: np.ndarray
+    y: np.ndarray
+    _agreements: tuple[float, ...] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        X, y = np.asarray(self.X, dtype=np.float64), np.asarray(self.y, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != len(self.members):
+            raise CombinerError(f"set {self.name}: X has shape {X.shape}, expected (n_items, {len(self.members)})")
+        if y.shape != (X.shape[0],):
+            raise CombinerError(f"set {self.name}: {X.shape[0]} items but {y.size} human scores")
+        if X.shape[0] < 3:
+            raise CombinerError(f"set {self.name}: {X.shape[0]} items; at least 3 are needed to correlate")
+        for what, arr in (("X", X), ("y", y)):
+            bad = np.argwhere(~np.isfinite(arr))
+            if bad.size:
+                raise CombinerError(f"set {self.name}: {what} has a non-finite value at item {int(bad[0][0])}")
+        if np.ptp(y) == 0:
+            raise CombinerError(f"set {self.name}: every human score is {y[0]}; nothing to fit")
+        object.__setattr__(self, "X", X)
+        object.__setattr__(self, "y", y)
+
+    def agreements(self) -> tuple[float, ...]:
+        """Each member's agreement with the humans of this set (computed once; NaN for a constant member)."""
+        if self._agreements is None:
+            object.__setattr__(self, "_agreements", tuple(agreement(self.X[:, j], self.y)
+                                                          for j in range(len(self.members))))
+        return self._agreements
+
+
+@dataclass(frozen=True)
+class Combiner:
+    """A fitted combination: ``intercept + sum(weights[m] * calibrated[m])`` (see the module docstring)."""
+
+    kind: str
+    weights: Mapping[str, float]
+    intercept: float = 0.0
+    #: the candidate's setting (``{"k": 2.0}``, ``{"alpha": 0.3}``; empty for ``mean``)
+    setting: Mapping[str, float] = field(default_factory=dict)
+    #: how the setting was chosen: each grid value's mean leave-one-set-out agreement
+    selection: Mapping[str, float] = field(default_factory=dict)
+
+    def apply(self, calibrated: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The combined score of each item from its calibrated member scores (``member -> array``)."""
+        missing = [m for m in self.weights if m not in calibrated]
+        if missing:
+            raise CombinerError(f"combiner {self.kind}: no calibrated scores of member(s) {', '.join(missing)}")
+        sizes = {len(np.atleast_1d(calibrated[m])) for m in self.weights}
+        if len(sizes) > 1:
+            raise CombinerError(f"combiner {self.kind}: the members' score arrays differ in length: {sorted(sizes)}")
+        n = sizes.pop() if sizes else 0
+        out = np.full(n, float(self.intercept), dtype=np.float64)
+        for member, weight in self.weights.items():
+            out = out + float(weight) * np.asarray(calibrated[member], dtype=np.float64)
+        return out
+
+    def apply_matrix(self, members: Sequence[str], X: np.ndarray) -> np.ndarray:
+        return self.apply({m: X[:, j] for j, m in enumerate(members)})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "weights": dict(self.weights), "intercept": self.intercept,
+                "setting": dict(self.setting), "selection": dict(self.selection)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, where: str) -> Combiner:
+        """Read what :meth:`to_json` wrote; a missing or malformed field is a :class:`CombinerError` naming
+        ``where`` and the field."""
+        if data.get("kind") not in CANDIDATES:
+            raise CombinerError(f"{where}: combiner kind must be one of {', '.join(CANDIDATES)}, got "
+                                f"{data.get('kind')!r}")
+        weights = data.get("weights")
+        if not isinstance(weights, Mapping) or not weights:
+            raise CombinerError(f"{where}: field 'weights' must be a non-empty mapping member -> weight")
+        for member, w in weights.items():
+            if not isinstance(w, (int, float)) or isinstance(w, bool) or not np.isfinite(w):
+                raise CombinerError(f"{where}: weight of member {member!r} is {w!r}, not a finite number")
+        intercept = data.get("intercept", 0.0)
+        if not isinstance(intercept, (int, float)) or isinstance(intercept, bool) or not np.isfinite(intercept):
+            raise CombinerError(f"{where}: field 'intercept' is {intercept!r}, not a finite number")
+        return cls(kind=data["kind"], weights={str(k): float(v) for k, v in weights.items()},
+                   intercept=float(intercept), setting=dict(data.get("setting", {})),
+                   selection=dict(data.get("selection", {})))
+
+
+# -- the candidates -----------------------------------------------------------------------------------------------
+def _members_of(units: Sequence[Unit]) -> tuple[str, ...]:
+    if not units:
+        raise CombinerError("no training set to fit on")
+    members = units[0].members
+    for u in units[1:]:
+        if u.members != members:
+            raise CombinerError(f"set {u.name} has members {u.members}, set {units[0].name} has {members}")
+    return members
+
+
+def fit_mean(units: Sequence[Unit]) -> Combiner:
+    """Every member weighted ``1 / n_members`` (nothing is read from the sets but the member names)."""
+    members = _members_of(units)
+    return Combiner("mean", {m: 1.0 / len(members) for m in members})
+
+
+def member_agreements(units: Sequence[Unit]) -> dict[str, float]:
+    """Each member's mean agreement over ``units`` (an undefined one, a member constant on a set, is an error)."""
+    members = _members_of(units)
+    out = {}
+    for j, m in enumerate(members):
+        values = []
+        for u in units:
+            r = u.agreements()[j]
+            if not np.isfinite(r):
+                raise CombinerError(f"member {m} is constant on set {u.name}: its correlation is undefined")
+            values.append(r)
+        out[m] = float(np.mean(values))
+    return out
+
+
+def fit_mme_crs(units: Sequence[Unit], k: float) -> Combiner:
+    """Correlation re-scaling: weights ``max(0, r_m) ** k`` normalised to sum 1 (see the module docstring)."""
+    if not k > 0:
+        raise CombinerError(f"mme_crs: k must be > 0, got {k}")
+    r = member_agreements(units)
+    raw = {m: max(0.0, v) ** k for m, v in r.items()}
+    total = sum(raw.values())
+    if total == 0:
+        raise CombinerError("mme_crs: no member correlates positively with the human ratings of the training sets "
+                            f"({', '.join(u.name for u in units)})")
+    return Combiner("mme_crs", {m: w / total for m, w in raw.items()}, setting={"k": float(k)})
+
+
+def fit_ridge(units: Sequence[Unit], alpha: float) -> Combiner:
+    """Ridge on within-set centred scores against within-set z-scored humans, sets weighted equally."""
+    members = _members_of(units)
+    if not alpha > 0:
+        raise CombinerError(f"ridge: alpha must be > 0, got {alpha}")
+    m = len(members)
+    gram, moment, centre = np.zeros((m, m)), np.zeros(m), np.zeros(m)
+    for u in units:
+        Xc = u.X - u.X.mean(axis=0)
+        z = (u.y - u.y.mean()) / u.y.std()
+        gram += Xc.T @ Xc / len(u.y)
+        moment += Xc.T @ z / len(u.y)
+        centre += u.X.mean(axis=0) / len(units)
+    beta = np.linalg.solve(gram + alpha * np.eye(m), moment)
+    return Combiner("ridge", {name: float(b) for name, b in zip(members, beta)},
+                    intercept=float(-(beta @ centre)), setting={"alpha": float(alpha)})
+
+
+def _fit(kind: str, units: Sequence[Unit], value: float | None) -> Combiner:
+    if kind == "mean":
+        return fit_mean(units)
+    if kind == "mme_crs":
+        return fit_mme_crs(units, value)
+    if kind == "ridge":
+        return fit_ridge(units, value)
+    raise CombinerError(f"unknown combiner {kind!r}; candidates: {', '.join(CANDIDATES)}")
+
+
+def fit_candidate(kind: str, units: Sequence[Unit], grid: Sequence[float] | None = None) -> Combiner:
+    """Candidate ``kind`` fitted on ``units``, its setting chosen from ``grid`` (default :data:`GRIDS`) by
+    leave-one-set-out inside ``units`` (see the module docstring); ``mean`` has no setting."""
+    members = _members_of(units)
+    if kind == "mean":
+        return fit_mean(units)
+    if kind not in GRIDS:
+        raise CombinerError(f"unknown combiner {kind!r}; candidates: {', '.join(CANDIDATES)}")
+    values = tuple(GRIDS[kind] if grid is None else grid)
+    if not values:
+        raise CombinerError(f"{kind}: an empty grid of settings")
+    if len(values) == 1:
+        return _fit(kind, units, values[0])
+    if len(units) < 3:
+        raise CombinerError(f"{kind}: choosing its {SETTING[kind]} by leave-one-set-out needs at least 3 training "
+                            f"sets, got {len(units)} ({', '.join(u.name for u in units)})")
+    inner: dict[str, float] = {}
+    for value in values:
+        scores = []
+        for i, held in enumerate(units):
+            fitted = _fit(kind, [u for j, u in enumerate(units) if j != i], value)
+            scores.append(agreement(fitted.apply_matrix(members, held.X), held.y))
+        inner[repr(float(value))] = float(np.mean(scores))  # NaN (a constant combination) never wins
+    ranked = [(v, inner[repr(float(v))]) for v in values if np.isfinite(inner[repr(float(v))])]
+    if not ranked:
+        raise CombinerError(f"{kind}: every setting gave a constant score on some training set")
+    best = max(ranked, key=lambda pair: pair[1])[0]  # the first of equal bests: max keeps the earliest
+    fitted = _fit(kind, units, best)
+    return Combiner(fitted.kind, fitted.weights, fitted.intercept, fitted.setting, selection=inner)

@@ -1,0 +1,84 @@
+"""The shipped combination: for each member set, the candidate the leave-one-out chose, refitted on every training
+set, and the checkpoint config that holds it (:class:`~.checkpoint.EnsembleConfig`).
+
+:func:`fit_member_set` runs the leave-one-out of one member set (:func:`~.loo.leave_one_out`), takes the candidate
+with the highest mean over the held-out sets and fits it on all the set's training units (its setting chosen again
+by leave-one-set-out over all of them); the dialogue-level combiner is the turn-level one carried to the dialogue
+members (:func:`~.members.dialogue_combiner`) where every member has a dialogue form. :func:`build_config` puts the
+member sets, the members (with their identities at fitting time) and their calibrations in one config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from .checkpoint import EnsembleConfig, MemberSetConfig
+from .combiners import CANDIDATES, fit_candidate
+from .loo import LooReport, leave_one_out
+from .members import dialogue_combiner
+from .pipeline import Prepared, member_set_data
+
+__all__ = ["build_config", "fit_member_set", "member_costs"]
+
+
+def fit_member_set(prepared: Prepared, name: str, members: Sequence[str], *, candidates: Sequence[str] = CANDIDATES,
+                   n_boot: int = 1000, seed: int = 0) -> tuple[MemberSetConfig, LooReport]:
+    """One member set's leave-one-out report and its refitted combiners (module docstring)."""
+    data = member_set_data(prepared, members)
+    report = leave_one_out(data, prepared.turn_calibration, prepared.dialogue_calibration, member_set=name,
+                           candidates=candidates, n_boot=n_boot, seed=seed, specs=prepared.specs)
+    units = [u for _, u in data.units]
+    turn = fit_candidate(report.chosen, units)
+    has_dialogue = all("dialogue" in prepared.specs[m].levels for m in data.members)
+    dialogue = dialogue_combiner(turn, prepared.specs) if has_dialogue else None
+    s = report.summary
+    extra = {
+        "training_sets": [u.name for u in units],
+        "left_out": data.left_out,
+        "loo": {"chosen": report.chosen, "n_sets": s["n_sets"], "candidate_mean": s["candidate_mean"],
+                "candidate_mean_out_of_domain": s["candidate_mean_out_of_domain"], "member_mean": s["member_mean"],
+                "best_member": s["best_member"], "margin_over_best_member": s["margin_over_best_member"],
+                "wins": s["wins"]},
+    }
+    return MemberSetConfig(name, tuple(data.members), data.dialogue_members if has_dialogue else (),
+                           any(prepared.specs[m].reads_references for m in data.members), turn, dialogue, extra), report
+
+
+def member_costs(prepared: Prepared) -> dict[str, dict[str, Any]]:
+    """Per member: items/s at turn level and dialogues/s, over the sets it scored (measured when each was scored)."""
+    return {name: {"turn_items_per_second": run.items_per_second("turn"),
+                   "dialogues_per_second": run.items_per_second("dialogue"),
+                   "seconds": round(sum(run.seconds.values()), 1)}
+            for name, run in prepared.tables.members.items()}
+
+
+def build_config(prepared: Prepared, member_sets: Mapping[str, MemberSetConfig], *, default: str,
+                 with_references: Mapping[str, str] | None = None) -> EnsembleConfig:
+    """The checkpoint config of the fitted ``member_sets`` (``with_references``: base set -> its counterpart with
+    RADE, recorded on the base set)."""
+    sets = dict(member_sets)
+    for base, counterpart in (with_references or {}).items():
+        if base not in sets or counterpart not in sets:
+            raise KeyError(f"with_references names {base!r} -> {counterpart!r}; fitted sets: {', '.join(sets)}")
+        b = sets[base]
+        sets[base] = MemberSetConfig(b.name, b.members, b.dialogue_members, b.reads_references, b.turn, b.dialogue,
+                                     {**b.extra, "with_references": counterpart})
+    used = list(dict.fromkeys(m for s in sets.values() for m in (*s.members, *s.dialogue_members)))
+    turn_used = {m for s in sets.values() for m in s.members}
+    dialogue_used = {m for s in sets.values() for m in s.dialogue_members}
+    record = {
+        "calibration": {"sets": dict(prepared.calibration_sets),
+                        "auc_real_over_random": {m: prepared.calibration_auc[m] for m in used}},
+        "training": {"settings": asdict(prepared.settings),
+                     "held_out": [h.key for h in prepared.held_out],
+                     "training_sets": [h.key for h in prepared.training]},
+        "costs": {m: c for m, c in member_costs(prepared).items() if m in used},
+    }
+    return EnsembleConfig(
+        members={m: prepared.specs[m] for m in used},
+        identities={m: prepared.tables.members[m].identity for m in used},
+        turn_calibration={m: c for m, c in prepared.turn_calibration.items() if m in turn_used},
+        dialogue_calibration={m: c for m, c in prepared.dialogue_calibration.items() if m in dialogue_used},
+        member_sets=sets, default_member_set=default, record=record)

@@ -1,0 +1,128 @@
+"""Leave-one-benchmark-out: how the combiner candidates do on sets they never saw, against every member.
+
+For each held-out :class:`~.pipeline.Cell`, every candidate (:data:`~.combiners.CANDIDATES`) is fitted on the
+training units whose group differs from the cell's (:func:`~.combiners.fit_candidate`: its setting chosen by
+leave-one-set-out inside those units only), then scores the cell's items from their calibrated member scores; a
+dialogue-level cell uses the turn-level fit carried to the dialogue members (:func:`~.members.dialogue_combiner`).
+Nothing of the held-out cell's group is read by the fit: the calibrations come from DailyDialog, not from the human
+sets.
+
+One figure per (cell, column): ``(Pearson + Spearman) / 2`` with the cell's human target; a member's column is its
+raw score (as the member alone is used). The report (:class:`LooReport`) holds, per candidate, the mean over the
+cells and over the cells where no member is in-domain; the candidate with the highest mean (``chosen``); how many
+cells it wins against each member; and per cell a paired bootstrap 95% CI of (chosen - the cell's best member), from
+:func:`dialeval.evaluation.stats.relative_average_gain` on that one cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...evaluation.stats import relative_average_gain
+from .calibration import EmpiricalCdf
+from .combiners import CANDIDATES, Combiner, agreement, fit_candidate
+from .members import dialogue_combiner
+from .pipeline import Cell, MemberSetData
+from .roster import MEMBERS, MemberSpec
+
+__all__ = ["LooReport", "cell_scores", "leave_one_out"]
+
+
+def cell_scores(combiner: Combiner, cell: Cell, turn_cal: Mapping[str, EmpiricalCdf],
+                dialogue_cal: Mapping[str, EmpiricalCdf], specs: Mapping[str, MemberSpec] = MEMBERS) -> np.ndarray:
+    """The combined score of each item of ``cell`` (a turn-level combiner; carried to dialogue members at dialogue
+    level)."""
+    if cell.level == "dialogue":
+        combiner = dialogue_combiner(combiner, specs)
+        calibration = dialogue_cal
+    else:
+        calibration = turn_cal
+    return combiner.apply({m: calibration[m](cell.raw[m]) for m in combiner.weights})
+
+
+@dataclass
+class LooReport:
+    """What :func:`leave_one_out` measured (module docstring); :meth:`to_json` for the card."""
+
+    member_set: str
+    members: tuple[str, ...]
+    columns: tuple[str, ...]
+    candidates: tuple[str, ...]
+    rows: list[dict[str, Any]]
+    chosen: str
+    summary: dict[str, Any]
+    left_out: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"member_set": self.member_set, "members": list(self.members), "columns": list(self.columns),
+                "candidates": list(self.candidates), "chosen": self.chosen, "rows": self.rows,
+                "summary": self.summary, "left_out": self.left_out}
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    kept = [v for v in values if v is not None and np.isfinite(v)]
+    return float(np.mean(kept)) if kept else None
+
+
+def leave_one_out(data: MemberSetData, turn_cal: Mapping[str, EmpiricalCdf],
+                  dialogue_cal: Mapping[str, EmpiricalCdf], *, member_set: str = "custom",
+                  candidates: Sequence[str] = CANDIDATES, n_boot: int = 1000, seed: int = 0,
+                  specs: Mapping[str, MemberSpec] = MEMBERS) -> LooReport:
+    """The leave-one-out report of one member set (module docstring)."""
+    if not data.cells:
+        raise ValueError(f"member set {member_set}: no held-out set it can score")
+    columns = tuple(dict.fromkeys([*data.members, *data.dialogue_members]))
+    rows: list[dict[str, Any]] = []
+    combined: list[dict[str, np.ndarray]] = []
+    for cell in data.cells:
+        fold = [u for group, u in data.units if group != cell.group]
+        row: dict[str, Any] = {
+            "set": cell.key, "level": cell.level, "n": int(len(cell.human)), "n_missing_human": cell.n_missing_human,
+            "in_domain": list(cell.in_domain), "training_sets": [u.name for u in fold],
+            "members": {m: (agreement(cell.raw[m], cell.human) if m in cell.raw else None) for m in columns},
+            "candidates": {}, "fits": {},
+        }
+        scores = {}
+        for kind in candidates:
+            fitted = fit_candidate(kind, fold)
+            scores[kind] = cell_scores(fitted, cell, turn_cal, dialogue_cal, specs)
+            row["candidates"][kind] = agreement(scores[kind], cell.human)
+            row["fits"][kind] = fitted.to_json()
+        rows.append(row)
+        combined.append(scores)
+    means = {k: _mean([r["candidates"][k] for r in rows]) for k in candidates}
+    chosen = max(candidates, key=lambda k: -np.inf if means[k] is None else means[k])
+    out_of_domain = [r for r in rows if not r["in_domain"]]
+    member_means = {m: _mean([r["members"][m] for r in rows]) for m in columns}
+    member_cells = {m: sum(r["members"][m] is not None for r in rows) for m in columns}
+    for row, cell, scores in zip(rows, data.cells, combined):
+        present = {m: v for m, v in row["members"].items() if v is not None and np.isfinite(v)}
+        best = max(present, key=present.get)
+        gain = relative_average_gain([(scores[chosen], cell.raw[best], cell.human)], n_boot=n_boot, seed=seed)
+        row["best_member"] = best
+        row["versus_best_member"] = {"difference": gain["difference"], "ci_low": gain["difference_ci_low"],
+                                     "ci_high": gain["difference_ci_high"], "p_bootstrap": gain["p_bootstrap"]}
+    wins = {m: {"wins": sum(1 for r in rows if r["members"][m] is not None
+                            and r["candidates"][chosen] > r["members"][m]),
+                "sets": member_cells[m]} for m in columns}
+    complete = {m: v for m, v in member_means.items() if member_cells[m] == len(rows) and v is not None}
+    best_member = max(complete, key=complete.get) if complete else None
+    summary = {
+        "n_sets": len(rows),
+        "candidate_mean": means,
+        "candidate_mean_out_of_domain": {k: _mean([r["candidates"][k] for r in out_of_domain]) for k in candidates},
+        "member_mean": member_means,
+        "member_mean_out_of_domain": {m: _mean([r["members"][m] for r in out_of_domain]) for m in columns},
+        "member_sets_scored": member_cells,
+        "n_sets_out_of_domain": len(out_of_domain),
+        "chosen": chosen,
+        "wins": wins,
+        "best_member": best_member,
+        "margin_over_best_member": (means[chosen] - complete[best_member]) if best_member else None,
+        "fewest_wins": min((w["wins"] for m, w in wins.items() if member_cells[m] == len(rows)), default=None),
+    }
+    return LooReport(member_set, data.members, columns, tuple(candidates), rows, chosen, summary, data.left_out)

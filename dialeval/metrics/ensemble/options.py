@@ -1,0 +1,123 @@
+"""The options of ``dialeval train ensemble`` (:mod:`.train`) and ``dialeval ensemble loo`` (:mod:`.loo_command`),
+declared once. Light to import.
+
+The ensemble has no training loop: the members score the sets (the slow part, cached), then calibration and
+combiners are fitted in closed form in seconds. The options every recipe shares keep their meaning where they have
+one (``--output-dir``, ``--data-dir``, ``--seed``, ``--batch-size``, ``--threads``, ``--device``); ``--no-resume``
+scores every set again instead of reading the member score cache, and ``--prepare-only`` stops once the cache holds
+every member's scores. The loop's own options (epochs, learning rate, validation steps, time limit, gradient
+accumulation, precision, data-loader workers) have nothing to act on and are refused at any value but their
+default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from ...training.options import TrainingOptions, TrainingOptionsError, option
+from .roster import MEMBER_SETS, MEMBERS, WITH_REFERENCES
+
+__all__ = ["EnsembleLooOptions", "EnsembleTrainingOptions", "parse_members"]
+
+_LOOP_DEFAULTS = {"epochs": 1, "learning_rate": 0.0, "eval_every": None, "max_steps": None, "max_minutes": None,
+                  "gradient_accumulation": 1, "precision": "fp32", "dataloader_workers": 0}
+
+
+def parse_members(text: str, what: str) -> tuple[str, ...]:
+    """A comma-separated member list -> names (each a known member, none twice)."""
+    names = tuple(m.strip() for m in text.split(",") if m.strip())
+    if not names:
+        raise TrainingOptionsError(f"{what}: no member named")
+    unknown = [m for m in names if m not in MEMBERS]
+    if unknown:
+        raise TrainingOptionsError(f"{what}: unknown member {unknown[0]!r}; members: {', '.join(MEMBERS)}")
+    if len(set(names)) != len(names):
+        raise TrainingOptionsError(f"{what}: a member is named twice in {text!r}")
+    turn_only = [m for m in names if "turn" not in MEMBERS[m].levels]
+    if turn_only:
+        raise TrainingOptionsError(f"{what}: {turn_only[0]} is a dialogue-level member; it joins on its own")
+    return names
+
+
+@dataclass(kw_only=True)
+class EnsembleTrainingOptions(TrainingOptions):
+    """Fit the ensemble: calibrate each member on DailyDialog, choose the combiner by leave-one-benchmark-out over
+    the human-rated sets, refit it on all of them, and write the checkpoint (<output-dir>/best/config.json) with the
+    leave-one-out table (<output-dir>/loo.json, loo.txt)."""
+
+    output_dir: str = option(help="Run folder: the checkpoint goes to <output-dir>/best, the leave-one-out table to "
+                                  "loo.json and loo.txt, the run's record to summary.json.")
+    seed: int = option(0, help="Seed of the calibration draws (which dialogues, which reply, which random reply) and "
+                               "of the bootstrap.")
+    epochs: int = option(1, min=1, help="Not used: the ensemble is fitted in closed form (must stay 1).")
+    batch_size: int = option(32, min=1, help="Items per batch when the members score the sets.")
+    learning_rate: float = option(0.0, min=0, help="Not used: the ensemble is fitted in closed form (must stay 0).")
+    eval_every: int | None = option(None, min=1, help="Not used: no training loop (leave it unset).")
+    max_steps: int | None = option(None, min=1, help="Not used: no training loop (leave it unset).")
+    max_minutes: float | None = option(None, min=0, help="Not used: no training loop (leave it unset); a stopped run "
+                                                         "goes on from the member score cache.")
+    gradient_accumulation: int = option(1, min=1, help="Not used: no training loop (must stay 1).")
+    precision: Literal["fp32", "bf16"] = option("fp32", help="Not used: the members score at their own precision "
+                                                            "(must stay fp32).")
+    dataloader_workers: int = option(0, min=0, help="Not used: no training loop (must stay 0).")
+    resume: bool = option(True, help="Read the members' scores from the member score cache where it has them "
+                                     "(--no-resume: score every set again and overwrite the cache).")
+    prepare_only: bool = option(False, help="Only fill the member score cache (the slow part), then stop.")
+    cache_dir: str | None = option(None, help="Member score cache folder (default: ~/.cache/dialeval/ensemble; "
+                                              "$DIALEVAL_CACHE_DIR/ensemble when set).")
+    full_members: str = option(",".join(MEMBER_SETS["full"]),
+                               help="Members of the default set 'full' (comma-separated; amr_eval may join).")
+    fast_members: str = option(",".join(MEMBER_SETS["fast"]), help="Members of the set 'fast' (comma-separated).")
+    reference_members: str = option(
+        ",".join(m for m in MEMBER_SETS[WITH_REFERENCES["full"]] if m not in MEMBER_SETS["full"]),
+        help="Members added to 'full' in its counterpart with references (read only with use_references=True).")
+    calibration_dialogues: int = option(500, min=10, help="Turn calibration: DailyDialog validation dialogues, one "
+                                                          "real and one random reply each.")
+    reference_contexts: int = option(500, min=10, help="Calibration of members that read a reference: DailyDialog++ "
+                                                       "dev contexts, one positive and one random reply each.")
+    dialogue_calibration_dialogues: int = option(100, min=10, help="Dialogue calibration: DailyDialog validation "
+                                                                   "dialogues, each also shuffled.")
+    quantiles: int = option(201, min=3, help="Stored quantiles of each member's calibration.")
+    rade_training_split: Literal["validation", "train"] = option(
+        "validation", help="Which split of the RADE sets the combiner is fitted on (the test split is held out; the "
+                           "RADE member was trained on the train split).")
+    bootstrap: int = option(1000, min=0, help="Paired bootstrap resamples of the per-set CIs of the table.")
+
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def check(self) -> None:
+        super().check()
+        for name, default in _LOOP_DEFAULTS.items():
+            if getattr(self, name) != default:
+                raise TrainingOptionsError(f"{name}: the ensemble has no training loop; leave it at {default!r}")
+        self.member_lists()
+
+    def member_lists(self) -> dict[str, tuple[str, ...]]:
+        """Member set -> its members, from the options."""
+        full = parse_members(self.full_members, "full_members")
+        refs = parse_members(self.reference_members, "reference_members")
+        if not all(MEMBERS[m].reads_references for m in refs):
+            raise TrainingOptionsError("reference_members: only members that read references belong there")
+        if any(MEMBERS[m].reads_references for m in full):
+            raise TrainingOptionsError("full_members: a member that reads references joins through "
+                                       "reference_members, never by default")
+        fast = parse_members(self.fast_members, "fast_members")
+        if any(MEMBERS[m].reads_references for m in fast):
+            raise TrainingOptionsError("fast_members: a member that reads references cannot be in 'fast'")
+        return {"full": full, "fast": fast, WITH_REFERENCES["full"]: (*full, *refs)}
+
+
+@dataclass(kw_only=True)
+class EnsembleLooOptions(EnsembleTrainingOptions):
+    """Print and write the leave-one-benchmark-out table of the member sets (or of --members alone), fitting no
+    checkpoint."""
+
+    output_dir: str = option(help="Folder for loo.json and loo.txt.")
+    members: str | None = option(None, help="Evaluate this comma-separated member set alone (e.g. to measure a "
+                                            "member such as amr_eval) instead of the sets above.")
+
+    def member_lists(self) -> dict[str, tuple[str, ...]]:
+        if self.members is None:
+            return super().member_lists()
+        return {"custom": parse_members(self.members, "members")}

@@ -1,0 +1,75 @@
+"""The leave-one-out table as text (what the commands print) and the members' cost.
+
+Rows are the held-out sets, columns every member and every combiner candidate, cells ``(Pearson + Spearman) / 2``;
+a cell where a member of the set is in-domain (trained on that set's own training split) carries ``*``. Below: the
+mean over the sets, the mean over the sets without an in-domain member, the chosen candidate's wins against each
+member, and the last column, the chosen candidate minus the set's best member with its paired bootstrap 95% CI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .loo import LooReport
+
+__all__ = ["format_costs", "format_loo"]
+
+SHORT = {"bert_ruber_unref": "bru_unref", "context_cosine": "ctx_cos", "utterance_length": "length",
+         "turn_count": "turns", "dynaeval": "dynaeval", "amr_eval": "amr_eval", "mme_crs": "mme_crs"}
+WIDTH = 9
+LABEL = 31
+
+
+def _label(name: str) -> str:
+    return SHORT.get(name, name)[:WIDTH]
+
+
+def _cell(value: float | None, mark: bool = False) -> str:
+    if value is None:
+        return f"{'-':>{WIDTH}}"
+    return f"{value:>{WIDTH - 1}.3f}" + ("*" if mark else " ")
+
+
+def format_loo(report: LooReport) -> str:
+    """The table of one member set's report (module docstring)."""
+    columns, candidates, chosen = report.columns, report.candidates, report.chosen
+    head = f"{'held-out set':<{LABEL}} {'n':>5} " + " ".join(f"{_label(c):>{WIDTH}}" for c in (*columns, *candidates))
+    head += f"  {chosen + ' - best member [95% CI]':<40}"
+    lines = [f"member set {report.member_set}: {', '.join(report.members)}; chosen combiner: {chosen}", head,
+             "-" * len(head)]
+    for r in report.rows:
+        marked = set(r["in_domain"])
+        cells = [_cell(r["members"][c], c in marked) for c in columns]
+        cells += [_cell(r["candidates"][k], bool(marked)) for k in candidates]
+        vs = r["versus_best_member"]
+        lines.append(f"{r['set']:<{LABEL}} {r['n']:>5} " + " ".join(cells)
+                     + f"  {vs['difference']:+.3f} [{vs['ci_low']:+.3f}, {vs['ci_high']:+.3f}] vs {r['best_member']}")
+    s = report.summary
+    lines.append("-" * len(head))
+    lines.append(f"{'mean':<{LABEL}} {s['n_sets']:>5} " + " ".join(
+        [_cell(s["member_mean"][c]) for c in columns] + [_cell(s["candidate_mean"][k]) for k in candidates]))
+    lines.append(f"{'mean without in-domain sets':<{LABEL}} {s['n_sets_out_of_domain']:>5} " + " ".join(
+        [_cell(s["member_mean_out_of_domain"][c]) for c in columns]
+        + [_cell(s["candidate_mean_out_of_domain"][k]) for k in candidates]))
+    lines.append(f"{'wins of ' + chosen:<{LABEL}} {'':>5} " + " ".join(
+        f"{str(s['wins'][c]['wins']) + '/' + str(s['wins'][c]['sets']):>{WIDTH}}" for c in columns))
+    if s["best_member"] is not None:
+        lines.append(f"{chosen}: mean {s['candidate_mean'][chosen]:.3f}, best member {s['best_member']} "
+                     f"{s['member_mean'][s['best_member']]:.3f} (margin {s['margin_over_best_member']:+.3f}); "
+                     f"fewest wins against a member scored on every set: {s['fewest_wins']} of {s['n_sets']}")
+    lines.append("* a member of the set is in-domain there (trained on the set's own training split); "
+                 "cells: (Pearson + Spearman) / 2")
+    for key, why in report.left_out.items():
+        lines.append(f"not scored: {key} ({why})")
+    return "\n".join(lines)
+
+
+def format_costs(costs: Mapping[str, Mapping[str, Any]]) -> str:
+    """One line per member: items/s at turn level (and dialogues/s) when it scored the sets."""
+    lines = []
+    for name, c in costs.items():
+        turn = "-" if c.get("turn_items_per_second") is None else f"{c['turn_items_per_second']:.1f} items/s"
+        dial = "-" if c.get("dialogues_per_second") is None else f"{c['dialogues_per_second']:.2f} dialogues/s"
+        lines.append(f"{name:<18} {turn:>16} {dial:>20}  {c.get('identity', '')}")
+    return "\n".join(lines)

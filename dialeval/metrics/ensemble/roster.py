@@ -1,0 +1,101 @@
+"""Who the ensemble's members are, as data: :class:`MemberSpec`, the known members (:data:`MEMBERS`), the member sets
+(:data:`MEMBER_SETS`) and how the dialogue level maps onto them. Light to import (no torch, no model): the training
+options and the command line read it.
+
+* ``full`` -- the learned scorers that need no reference (GRADE, PONE, BERT-RUBER's unreferenced score, DynaEval)
+  and the cheap baselines ``context_cosine`` and ``utterance_length``;
+* ``fast`` -- the members that are one MiniLM encoder pass and a small head or a cosine (PONE, BERT-RUBER
+  unreferenced, ``context_cosine``) plus length: no cross-encoder (GRADE), no graph network (DynaEval's GCN);
+* ``full+rade`` -- ``full`` and RADE, which reads a reference per reply (:data:`WITH_REFERENCES`): only for a user
+  who gives references (or asks for RADE's pseudo-references), never by default.
+
+``amr_eval`` (the AMR evaluator's small model without its LLM judge) is a known member that no set holds by
+default; ``turn_count`` is built in (dialogue level only). At dialogue level a member set's members are its members
+with a dialogue form plus those that share a weight with them (:data:`DIALOGUE_SHARES`: ``utterance_length`` and
+``turn_count`` share the length weight).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import InputError
+
+__all__ = ["BUILT_IN_NAMES", "DIALOGUE_SHARES", "MEMBERS", "MEMBER_SETS", "WITH_REFERENCES", "MemberSpec",
+           "dialogue_members"]
+
+#: members computed by the ensemble itself (no registry metric)
+BUILT_IN_NAMES = ("turn_count",)
+
+
+@dataclass(frozen=True)
+class MemberSpec:
+    """One member: its column ``name``, the registry ``metric`` it loads (None: built in here) with ``options``,
+    the levels it scores and whether it reads a reference per reply."""
+
+    name: str
+    metric: str | None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    levels: tuple[str, ...] = ("turn", "dialogue")
+    reads_references: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "metric": self.metric, "options": dict(self.options), "levels": list(self.levels),
+                "reads_references": self.reads_references}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, where: str) -> MemberSpec:
+        for key in ("name", "metric", "options", "levels", "reads_references"):
+            if key not in data:
+                raise InputError(f"{where}: member {data.get('name', '?')!r} has no field {key!r}")
+        levels = tuple(data["levels"])
+        if not levels or not set(levels) <= {"turn", "dialogue"}:
+            raise InputError(f"{where}: member {data['name']!r}: levels must be turn and/or dialogue, got {levels}")
+        if data["metric"] is None and data["name"] not in BUILT_IN_NAMES:
+            raise InputError(f"{where}: member {data['name']!r} names no metric and is not built in "
+                             f"({', '.join(BUILT_IN_NAMES)})")
+        return cls(name=str(data["name"]), metric=data["metric"], options=dict(data["options"]), levels=levels,
+                   reads_references=bool(data["reads_references"]))
+
+
+MEMBERS: dict[str, MemberSpec] = {m.name: m for m in (
+    MemberSpec("grade", "grade"),
+    MemberSpec("pone", "pone"),
+    MemberSpec("bert_ruber_unref", "bert_ruber_unref"),
+    MemberSpec("dynaeval", "dynaeval"),
+    MemberSpec("context_cosine", "context_cosine"),
+    MemberSpec("utterance_length", "utterance_length"),
+    MemberSpec("amr_eval", "amr_eval"),
+    MemberSpec("rade", "rade", levels=("turn",), reads_references=True),
+    MemberSpec("turn_count", None, levels=("dialogue",)),
+)}
+
+_FULL = ("grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "utterance_length")
+#: member set -> its turn-level members
+MEMBER_SETS: dict[str, tuple[str, ...]] = {
+    "full": _FULL,
+    "fast": ("pone", "bert_ruber_unref", "context_cosine", "utterance_length"),
+    "full+rade": (*_FULL, "rade"),
+}
+
+#: at dialogue level, a turn member's weight split evenly over these dialogue members
+DIALOGUE_SHARES: dict[str, tuple[str, ...]] = {"utterance_length": ("utterance_length", "turn_count")}
+
+
+def dialogue_members(turn_members: Sequence[str], specs: Mapping[str, MemberSpec] = MEMBERS) -> tuple[str, ...]:
+    """The dialogue-level members of a member set: its members with a dialogue form, and the members they share a
+    weight with (:data:`DIALOGUE_SHARES`)."""
+    out: list[str] = []
+    for name in turn_members:
+        if "dialogue" not in specs[name].levels:
+            continue
+        for target in DIALOGUE_SHARES.get(name, (name,)):
+            if target not in out:
+                out.append(target)
+    return tuple(out)
+
+
+#: base member set -> its counterpart that adds the members reading references
+WITH_REFERENCES: dict[str, str] = {"full": "full+rade"}

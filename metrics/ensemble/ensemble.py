@@ -1,0 +1,55 @@
+"""The ensemble as an `evaluate` module: `evaluate.load("metrics/ensemble")`.
+
+A thin wrapper over `dialeval`'s scorer (one implementation); the code every metric module shares is
+`dialeval.interfaces.evaluate_module`. Turn level, without references; the dialogue level and the member set that
+adds RADE (which reads references) are in `dialeval.load_scorer("ensemble", ...)`.
+"""
+
+from dialeval import load_scorer
+from dialeval.interfaces import evaluate_module
+
+_CITATION = """\
+@misc{zhang-etal-2022-mme-crs,
+  title = {{MME-CRS}: Multi-Metric Evaluation Based on Correlation Re-Scaling for Evaluating Open-Domain Dialogue},
+  author = {Zhang, Pengfei and Hu, Xiaohui and Yu, Kaidong and Wang, Jian and Han, Song and Liu, Cao and Yuan, Chunyang},
+  year = {2022},
+  eprint = {2206.09403},
+  archivePrefix = {arXiv},
+}
+"""
+
+_DESCRIPTION = """\
+dialeval's ensemble scores how appropriate a response is to its dialogue context by combining the library's other
+metrics. Each member (GRADE, PONE, BERT-RUBER's unreferenced score, DynaEval, the context cosine and the reply's
+length in the default `full` set; the encoder-only members in `fast`) scores the item, its raw score is mapped to
+[0, 1] by a fixed calibration stored in the checkpoint, and a combiner fitted on human-rated sets adds them up. The
+combiner was chosen by leave-one-benchmark-out; an item's score never depends on its batch-mates. See the card for
+the leave-one-out table, the weights and what the ensemble cannot do.
+"""
+
+_ARGUMENTS = """\
+    predictions (`list` of `str`): the responses to score.
+    contexts (`list` of `list` of `str`): for each response, its context turns, oldest first. A single string per
+        item is accepted too.
+    member_set (`str`, optional): "full" (default) or "fast" (the members that share one MiniLM encoder pass).
+    batch_size (`int`, optional): items per member batch (default 32). Scores do not depend on it.
+"""
+
+_EXAMPLE = """\
+    >>> ensemble = evaluate.load("metrics/ensemble")  # config_name picks a checkpoint: "default" or a folder path
+    >>> out = ensemble.compute(predictions=["Sure, what time works for you?", "Bananas are yellow."],
+    ...                        contexts=["Want to get lunch?", "Want to get lunch?"], member_set="fast")
+"""
+
+
+class Ensemble(evaluate_module.DialevalMetric, scorer_name="ensemble"):
+    about = evaluate_module.About(
+        description=_DESCRIPTION, citation=_CITATION, arguments=_ARGUMENTS, example=_EXAMPLE,
+        features=evaluate_module.response_features(), homepage="https://arxiv.org/abs/2206.09403",
+        reference_urls=("https://arxiv.org/abs/2206.09403",))
+
+    def configure_scorer(self, member_set=None):
+        """Load the scorer again where ``member_set`` names another fitted member set than the loaded one."""
+        chosen = member_set or self._scorer.config.default_member_set
+        if chosen != self._scorer.member_set:
+            self._scorer = load_scorer(self.scorer_name, checkpoint=self.config_name, member_set=chosen)

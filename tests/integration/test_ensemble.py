@@ -1,0 +1,95 @@
+"""The ensemble on the real pieces: the shipped checkpoint loads its members from the registry and scores an item
+alone as in a batch; members that run the same encoder share it without changing a score; on the real data, the
+human-rated and calibration sets hold what the design says and the leave-one-out command writes its table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dialeval
+from dialeval.metrics.ensemble.members import load_members, member_turn_scores
+from dialeval.metrics.ensemble.roster import MEMBER_SETS, MEMBERS
+from dialeval.schema import normalize_items
+
+CONTEXTS = [["Do you want to go to the beach on Sunday?"], ["I need to buy a new phone.", "What happened to yours?"],
+            ["Can you help me cook dinner?"]]
+RESPONSES = ["Sure, I love swimming in the sea.", "I dropped it in the water.", "Of course, what are we making?"]
+
+
+@pytest.fixture(scope="module")
+def fast_ensemble(one_torch_thread):
+    return dialeval.load_scorer("ensemble", member_set="fast", device="cpu")
+
+
+def test_the_shipped_checkpoint_scores_an_item_alone_as_in_a_batch(fast_ensemble):
+    together = fast_ensemble.score(contexts=CONTEXTS, responses=RESPONSES, batch_size=2)
+    alone = [fast_ensemble.score(contexts=[c], responses=[r]).scores[0] for c, r in zip(CONTEXTS, RESPONSES)]
+    assert np.asarray(together.scores).tobytes() == np.asarray(alone).tobytes()
+    assert together.metadata["members"] == list(MEMBER_SETS["fast"])
+    assert "member_set:fast" in together.signature and "pone(metric=pone;checkpoint=default" in together.signature
+
+
+def test_the_evaluate_module_scores_as_the_scorer_and_reloads_for_another_member_set(fast_ensemble):
+    import evaluate
+
+    module = evaluate.load(str(Path(__file__).resolve().parents[2] / "metrics" / "ensemble"))
+    direct = fast_ensemble.score(contexts=CONTEXTS, responses=RESPONSES)
+    out = module.compute(predictions=RESPONSES, contexts=CONTEXTS, member_set="fast")
+    assert out["scores"] == direct.scores and out["signature"] == direct.signature
+    assert module._scorer.member_set == "fast"
+    with pytest.raises(dialeval.errors.UnknownNameError, match="nonesuch"):
+        module.compute(predictions=RESPONSES, contexts=CONTEXTS, member_set="nonesuch")
+
+
+def test_members_on_one_encoder_share_it_and_score_as_when_loaded_apart(one_torch_thread):
+    names = ["pone", "bert_ruber_unref", "context_cosine"]
+    shared = load_members([MEMBERS[m] for m in names], device="cpu")
+    assert shared["pone"].encoder is shared["bert_ruber_unref"].encoder is shared["context_cosine"].encoder
+    items = normalize_items(CONTEXTS, RESPONSES)
+    for name in names:
+        apart = dialeval.load_scorer(name, device="cpu")
+        a, _ = member_turn_scores(MEMBERS[name], shared[name], items)
+        b, _ = member_turn_scores(MEMBERS[name], apart, items)
+        assert a.tobytes() == b.tobytes(), name
+
+
+@pytest.mark.data
+def test_the_sets_hold_what_the_design_says(data_dir):
+    from dialeval.metrics.ensemble.sets import HELD_OUT, load_human_set, training_sets, turn_calibration
+
+    sizes = {h.key: len(load_human_set(h, data_dir)) for h in (*HELD_OUT, *training_sets("validation"))}
+    assert sizes == {"grade_eval/convai2": 600, "grade_eval/dailydialog": 300, "grade_eval/empatheticdialogues": 300,
+                     "usr_topicalchat": 360, "usr_personachat": 300, "fed_turn": 375, "fed_dialogue": 125,
+                     "rade_chitchat/test": 418, "rade_emotion/test": 596, "rade_persona/test": 602,
+                     "rade_chitchat/validation": 414, "rade_emotion/validation": 542,
+                     "rade_persona/validation": 562}
+    calibration = turn_calibration(data_dir, dialogues=20, seed=0)
+    assert calibration.kinds == ("positive",) * 20 + ("negative",) * 20
+    assert [it.context for it in calibration.items[:20]] == [it.context for it in calibration.items[20:]]
+    assert all(p.response != n.response for p, n in zip(calibration.items[:20], calibration.items[20:]))
+    assert turn_calibration(data_dir, dialogues=20, seed=0).content == calibration.content  # seeded
+
+
+@pytest.mark.data
+def test_the_leave_one_out_command_writes_the_table_of_the_ten_held_out_sets(data_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from dialeval.cli import app
+
+    result = CliRunner().invoke(app, [
+        "ensemble", "loo", "--output-dir", str(tmp_path / "loo"), "--cache-dir", str(tmp_path / "cache"),
+        "--data-dir", str(data_dir), "--members", "utterance_length", "--calibration-dialogues", "20",
+        "--dialogue-calibration-dialogues", "20", "--bootstrap", "20"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "loo" / "loo.json").read_text())["member_sets"]["custom"]
+    assert [r["set"] for r in report["rows"]] == [
+        "grade_eval/convai2", "grade_eval/dailydialog", "grade_eval/empatheticdialogues", "usr_topicalchat",
+        "usr_personachat", "fed_turn", "fed_dialogue", "rade_chitchat/test", "rade_emotion/test", "rade_persona/test"]
+    fed_dialogue = report["rows"][6]
+    assert "fed_turn" not in fed_dialogue["training_sets"] and fed_dialogue["members"]["turn_count"] is not None
+    assert "rade_chitchat/validation" not in report["rows"][7]["training_sets"]
+    assert "mean without in-domain sets" in result.output

@@ -1,0 +1,153 @@
+"""The ensemble's leave-one-benchmark-out never reads the held-out set's group when fitting, chooses the candidate by
+its mean, and reports wins and in-domain cells; the member score cache keys scores by member signature and set
+content. Tiny synthetic score tables, no model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dialeval.errors import InputFileError
+from dialeval.metrics.ensemble.cache import MemberScoreCache, signature_key
+from dialeval.metrics.ensemble.calibration import EmpiricalCdf
+from dialeval.metrics.ensemble.combiners import Unit, agreement, fit_candidate
+from dialeval.metrics.ensemble.loo import leave_one_out
+from dialeval.metrics.ensemble.pipeline import Cell, MemberSetData, member_set_data
+from dialeval.metrics.ensemble.roster import MemberSpec
+from dialeval.metrics.ensemble.sets import ItemSet
+from dialeval.schema import normalize_items
+
+MEMBERS = ("a", "b")
+SPECS = {m: MemberSpec(m, m) for m in MEMBERS}
+IDENTITY = {m: EmpiricalCdf.fit(np.linspace(0.0, 1.0, 101), source="uniform", points=101) for m in MEMBERS}
+
+
+def _draw(rng, n, mix):
+    """Member scores in [0, 1] and a human target ``mix[0] * a + mix[1] * b`` plus a little noise."""
+    X = rng.uniform(size=(n, 2))
+    return X, X @ np.asarray(mix) + 0.05 * rng.normal(size=n)
+
+
+def _data(seed=0):
+    """Four groups. In g0 the humans follow member b; everywhere else they follow a and dislike b."""
+    rng = np.random.default_rng(seed)
+    units, cells = [], []
+    for g in range(4):
+        mix = (0.0, 1.0) if g == 0 else (1.0, -0.15)
+        X, y = _draw(rng, 200, mix)
+        units.append((f"g{g}", Unit(f"train/g{g}", MEMBERS, X, y)))
+        Xc, yc = _draw(rng, 150, mix)
+        cells.append(Cell(f"held/g{g}", "turn", f"g{g}", ("a",) if g == 3 else (), yc,
+                          {"a": Xc[:, 0], "b": Xc[:, 1]}, 0))
+    return MemberSetData(MEMBERS, MEMBERS, units, cells, {}, {})
+
+
+def test_the_fit_for_a_held_out_set_never_reads_its_group():
+    data = _data()
+    report = leave_one_out(data, IDENTITY, IDENTITY, member_set="t", n_boot=20, specs=SPECS)
+    row = next(r for r in report.rows if r["set"] == "held/g0")
+    assert row["training_sets"] == ["train/g1", "train/g2", "train/g3"]
+    # fitted without g0 (where b is what humans follow), the correlation re-scaling gives b nothing ...
+    assert row["fits"]["mme_crs"]["weights"]["b"] == 0.0
+    # ... and the figure is that of a fit on the other groups alone, by hand
+    fold = [u for g, u in data.units if g != "g0"]
+    by_hand = fit_candidate("mme_crs", fold).apply({m: IDENTITY[m](data.cells[0].raw[m]) for m in MEMBERS})
+    assert row["candidates"]["mme_crs"] == pytest.approx(agreement(by_hand, data.cells[0].human))
+    # had g0 leaked into its own fit, b would weigh something
+    leaked = fit_candidate("mme_crs", [u for _, u in data.units])
+    assert leaked.weights["b"] > 0.0
+
+
+def test_the_report_chooses_by_the_mean_and_counts_wins_and_in_domain_cells():
+    report = leave_one_out(_data(), IDENTITY, IDENTITY, member_set="t", n_boot=50, specs=SPECS)
+    s = report.summary
+    assert report.chosen == max(s["candidate_mean"], key=s["candidate_mean"].get)
+    assert s["n_sets"] == 4 and s["n_sets_out_of_domain"] == 3
+    assert s["candidate_mean_out_of_domain"][report.chosen] == pytest.approx(
+        np.mean([r["candidates"][report.chosen] for r in report.rows if not r["in_domain"]]))
+    for m in MEMBERS:
+        assert s["wins"][m]["wins"] == sum(r["candidates"][report.chosen] > r["members"][m] for r in report.rows)
+    for r in report.rows:
+        ci = r["versus_best_member"]
+        assert ci["ci_low"] <= ci["difference"] <= ci["ci_high"]
+        assert r["best_member"] == max(MEMBERS, key=lambda m: r["members"][m])
+    assert json.loads(json.dumps(report.to_json()))["chosen"] == report.chosen
+
+
+# -- the member score cache -----------------------------------------------------------------------------------------
+def _set(responses):
+    items = tuple(normalize_items(["Hi there."] * len(responses), responses))
+    return ItemSet("toy/set", "turn", tuple(f"id{i}" for i in range(len(responses))), items=items)
+
+
+def test_the_cache_keys_scores_by_member_signature_and_set_content(tmp_path):
+    cache = MemberScoreCache(tmp_path)
+    signature = "metric:pone|checkpoint:default|checkpoint_sha256:abc|cpu_threads:1|torch:2"
+    toy = _set(["Hello!", "Hey, how are you?"])
+    path = cache.put("pone", signature, toy, np.array([0.25, 0.5]), seconds=1.5)
+    found = cache.get("pone", signature.replace("cpu_threads:1", "cpu_threads:8"), toy)  # thread count: same key
+    assert found is not None and found.scores.tolist() == [0.25, 0.5] and found.path == path
+    assert signature_key(signature) != signature_key(signature.replace("sha256:abc", "sha256:def"))
+    assert cache.get("pone", signature.replace("sha256:abc", "sha256:def"), toy) is None  # a new checkpoint
+    assert cache.get("pone", signature, _set(["Hello!", "Hey, how are you doing?"])) is None  # another text
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "ids": ["id0", "other"]}))
+    with pytest.raises(InputFileError, match="do not match set toy/set; delete it"):
+        cache.get("pone", signature, toy)
+
+
+# -- the shipped combination: chosen by the leave-one-out, refitted on every training set, saved and read back --------
+def _prepared(seed=1):
+    """A Prepared of two members on four groups (humans follow 0.7 a + 0.3 b everywhere), a dialogue cell too."""
+    from dialeval.metrics.ensemble.collect import MemberRun, ScoreTables
+    from dialeval.metrics.ensemble.pipeline import FitSettings, Prepared
+    from dialeval.metrics.ensemble.sets import HumanSet
+
+    rng = np.random.default_rng(seed)
+    scores, sets, training, held_out = {}, {}, [], []
+
+    def add(key, level, n):
+        X, y = _draw(rng, n, (0.7, 0.3))
+        if level == "turn":
+            items = tuple(normalize_items(["Hi."] * n, ["Hello."] * n))
+            sets[key] = ItemSet(key, "turn", tuple(f"{key}/{i}" for i in range(n)), items=items, human=y)
+        else:
+            from dialeval.schema import normalize_dialogues
+
+            dialogues = tuple(normalize_dialogues([["Hi.", "Hello."]] * n, min_turns=2))
+            sets[key] = ItemSet(key, "dialogue", tuple(f"{key}/{i}" for i in range(n)), dialogues=dialogues, human=y)
+        scores[key] = {"a": X[:, 0], "b": X[:, 1]}
+
+    for g in range(4):
+        add(f"train/g{g}", "turn", 120)
+        add(f"held/g{g}", "turn", 80)
+        training.append(HumanSet(f"train/g{g}", "x", "test", "overall", "turn", f"g{g}"))
+        held_out.append(HumanSet(f"held/g{g}", "x", "test", "overall", "turn", f"g{g}"))
+    add("held/dialogues", "dialogue", 60)
+    held_out.append(HumanSet("held/dialogues", "x", "test", "overall", "dialogue", "g0"))
+    runs = {m: MemberRun(SPECS[m], f"metric:{m}", {"metric": m}) for m in MEMBERS}
+    return Prepared(ScoreTables(scores, sets, runs), dict(IDENTITY), dict(IDENTITY),
+                    {m: {"turn": 0.9, "dialogue": 0.6} for m in MEMBERS}, tuple(training), tuple(held_out),
+                    FitSettings(), SPECS, {"turn": "calibration/turn"})
+
+
+def test_the_chosen_candidate_is_refitted_on_every_training_set_and_saved(tmp_path):
+    from dialeval.metrics.ensemble.checkpoint import EnsembleConfig
+    from dialeval.metrics.ensemble.fit import build_config, fit_member_set
+
+    prepared = _prepared()
+    member_set, report = fit_member_set(prepared, "full", MEMBERS, n_boot=20)
+    assert [r["set"] for r in report.rows] == [h.key for h in prepared.held_out]
+    assert member_set.turn.kind == report.chosen
+    assert member_set.extra["training_sets"] == [f"train/g{g}" for g in range(4)]
+    units = [u for _, u in member_set_data(prepared, MEMBERS).units]
+    assert member_set.turn == fit_candidate(report.chosen, units)  # the refit reads every training set
+    assert member_set.dialogue.weights == member_set.turn.weights  # no shared weight between these members
+    config = build_config(prepared, {"full": member_set}, default="full")
+    config.save(tmp_path)
+    loaded = EnsembleConfig.load(tmp_path)
+    assert loaded.member_sets["full"].turn == member_set.turn and loaded.identities == {m: {"metric": m}
+                                                                                        for m in MEMBERS}
+    assert loaded.to_json() == config.to_json()

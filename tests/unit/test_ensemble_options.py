@@ -1,0 +1,50 @@
+"""The ensemble's member sets and training options: references never join by default, a dialogue-level weight comes
+from the turn-level one, and the training loop's options are refused (the ensemble has no loop)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dialeval.metrics.ensemble.combiners import Combiner
+from dialeval.metrics.ensemble.members import dialogue_combiner
+from dialeval.metrics.ensemble.options import EnsembleLooOptions, EnsembleTrainingOptions
+from dialeval.metrics.ensemble.roster import MEMBER_SETS, MEMBERS, WITH_REFERENCES, dialogue_members
+from dialeval.training.options import TrainingOptionsError
+
+
+def test_only_the_counterpart_with_references_reads_them():
+    for name, members in MEMBER_SETS.items():
+        reads = any(MEMBERS[m].reads_references for m in members)
+        assert reads == (name in WITH_REFERENCES.values()), name
+    assert set(MEMBER_SETS["fast"]) <= set(MEMBER_SETS["full"])
+
+
+def test_the_dialogue_weights_are_the_turn_weights_with_length_shared_by_turn_count():
+    members = ("grade", "utterance_length", "dynaeval")
+    assert dialogue_members(members) == ("grade", "utterance_length", "turn_count", "dynaeval")
+    turn = Combiner("ridge", {"grade": 0.5, "utterance_length": 0.2, "dynaeval": -0.1}, intercept=0.3)
+    dialogue = dialogue_combiner(turn)
+    assert dialogue.weights == {"grade": 0.5, "utterance_length": 0.1, "turn_count": 0.1, "dynaeval": -0.1}
+    assert dialogue.intercept == 0.3 and dialogue.kind == "ridge"
+    with pytest.raises(ValueError, match="member rade has no dialogue-level score"):
+        dialogue_combiner(Combiner("mean", {"grade": 0.5, "rade": 0.5}))
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(epochs=3), "epochs: the ensemble has no training loop"),
+    (dict(precision="bf16"), "precision: the ensemble has no training loop"),
+    (dict(full_members="grade,rade"), "never by default"),
+    (dict(full_members="grade,grade"), "named twice"),
+    (dict(fast_members="pone,bleu"), "unknown member 'bleu'"),
+    (dict(full_members="grade,turn_count"), "turn_count is a dialogue-level member"),
+])
+def test_options_the_ensemble_cannot_use_are_refused_naming_the_option(bad, message):
+    with pytest.raises(TrainingOptionsError, match=message):
+        EnsembleTrainingOptions(output_dir="runs/x", **bad)
+
+
+def test_the_member_sets_of_the_options():
+    lists = EnsembleTrainingOptions(output_dir="runs/x").member_lists()
+    assert lists == {"full": MEMBER_SETS["full"], "fast": MEMBER_SETS["fast"], "full+rade": MEMBER_SETS["full+rade"]}
+    custom = EnsembleLooOptions(output_dir="runs/x", members="pone,amr_eval").member_lists()
+    assert custom == {"custom": ("pone", "amr_eval")}
