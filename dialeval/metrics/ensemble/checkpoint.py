@@ -87,7 +87,10 @@ class EnsembleConfig:
     def save(self, folder: str | os.PathLike) -> Path:
         path = Path(folder) / "config.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
+        # one top-level key per line, each value compact: the quantile lists would triple the file indented
+        lines = ",\n".join(f"{json.dumps(key)}: {json.dumps(value, separators=(',', ':'))}"
+                           for key, value in self.to_json().items())
+        path.write_text("{\n" + lines + "\n}\n", encoding="utf-8")
         return path
 
     @classmethod
