@@ -361,13 +361,13 @@ def test_cli_export(tmp_path):
 
     res = CliRunner().invoke(app, ["export", "--metric", "bert_ruber", "--output-dir", str(tmp_path / "ruber")])
     assert res.exit_code == 0, res.output
-    assert "modeling_bert_ruber.py" in res.output and f"to {tmp_path / 'ruber'} (5 files" in res.output
+    assert "modeling_bert_ruber.py" in res.output and f"to {tmp_path / 'ruber'} (6 files" in res.output  # training.json too
     assert json.loads((tmp_path / "ruber" / "config.json").read_text())["model_type"] == "dialeval-bert-ruber"
     assert "model-index:" in (tmp_path / "ruber" / "README.md").read_text()  # the model card (test_export_card.py)
     res = CliRunner().invoke(app, ["export", "--metric", "bert_ruber", "--no-card", "--output-dir",
                                    str(tmp_path / "bare")])
     assert res.exit_code == 0, res.output
-    assert f"to {tmp_path / 'bare'} (4 files" in res.output and not (tmp_path / "bare" / "README.md").exists()
+    assert f"to {tmp_path / 'bare'} (5 files" in res.output and not (tmp_path / "bare" / "README.md").exists()
     for args, message in ((["--metric", "bert_ruber"], "exists and is not empty"),
                           (["--metric", "ponee"], "unknown metric 'ponee'; did you mean 'pone'")):
         res = CliRunner().invoke(app, ["export", *args, "--output-dir", str(tmp_path / "ruber")])
