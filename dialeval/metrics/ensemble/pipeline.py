@@ -189,24 +189,28 @@ def member_set_data(prepared: Prepared, members: Sequence[str]) -> MemberSetData
         raise KeyError(f"member(s) {', '.join(missing)} were not prepared")
     d_members = dialogue_members(members, prepared.specs)
     units, cells, left_out, missing_human = [], [], {}, {}
-    for h in prepared.training:
-        why = _scorable(prepared, members, h.key, "turn")
+
+    def rated(key: str, level: str):
+        """(the set's items, the mask of those with a human rating), or None where the members cannot score it."""
+        why = _scorable(prepared, members, key, level)
         if why:
-            left_out[h.key] = why
-            continue
-        item_set = prepared.tables.sets[h.key]
+            left_out[key] = why
+            return None
+        item_set = prepared.tables.sets[key]
         keep = np.isfinite(item_set.human)
-        missing_human[h.key] = int((~keep).sum())
+        missing_human[key] = int((~keep).sum())
+        return item_set, keep
+
+    for h in prepared.training:
+        if (found := rated(h.key, "turn")) is None:
+            continue
+        item_set, keep = found
         X = np.column_stack([prepared.turn_calibration[m](prepared.tables.raw(h.key, m))[keep] for m in members])
         units.append((h.group, Unit(h.key, members, X, item_set.human[keep])))
     for h in prepared.held_out:
-        why = _scorable(prepared, members, h.key, h.level)
-        if why:
-            left_out[h.key] = why
+        if (found := rated(h.key, h.level)) is None:
             continue
-        item_set = prepared.tables.sets[h.key]
-        keep = np.isfinite(item_set.human)
-        missing_human[h.key] = int((~keep).sum())
+        item_set, keep = found
         names = d_members if h.level == "dialogue" else members
         raw = {m: prepared.tables.raw(h.key, m)[keep] for m in names}
         cells.append(Cell(h.key, h.level, h.group, tuple(m for m in h.in_domain if m in members),
