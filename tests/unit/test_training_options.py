@@ -34,7 +34,7 @@ def _click_command(name: str):
 
 
 def test_every_recipe_is_registered():
-    assert RECIPE_NAMES == ["amr-eval", "amr-parser", "bert-ruber", "dynaeval", "grade", "pone", "rade"]
+    assert RECIPE_NAMES == ["amr-eval", "amr-parser", "bert-ruber", "dynaeval", "ensemble", "grade", "pone", "rade"]
 
 
 @pytest.mark.parametrize("name", RECIPE_NAMES)
