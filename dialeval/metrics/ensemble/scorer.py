@@ -143,18 +143,8 @@ class EnsembleScorer(Scorer):
 
     def _score_items(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
         chosen = self.chosen
-        raw, calibrated, truncated = {}, {}, {}
-        for m in chosen.members:
-            if items:
-                raw[m], meta = member_turn_scores(self.config.members[m], self.members[m], items,
-                                                  batch_size=batch_size, progress_bar=progress_bar)
-            else:
-                raw[m], meta = np.zeros(0), {}
-            calibrated[m] = self.config.turn_calibration[m](raw[m])
-            if "truncated_texts" in meta:
-                truncated[m] = int(meta["truncated_texts"])
-        self._call_meta = self._describe(chosen.turn.kind, raw, calibrated, truncated)
-        return chosen.turn.apply(calibrated)
+        return self._combine(chosen.members, chosen.turn, self.config.turn_calibration, member_turn_scores, items,
+                             batch_size=batch_size, progress_bar=progress_bar)
 
     def _score_dialogues(self, dialogues: list[Dialogue], *, batch_size: int, progress_bar: bool | None
                          ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -162,18 +152,26 @@ class EnsembleScorer(Scorer):
         if chosen.dialogue is None:
             raise InputError(f"member set {self.member_set!r} has no dialogue level (RADE scores replies against a "
                              "reference); score dialogues with use_references=False")
+        scores = self._combine(chosen.dialogue_members, chosen.dialogue, self.config.dialogue_calibration,
+                               member_dialogue_scores, dialogues, batch_size=batch_size, progress_bar=progress_bar)
+        return scores, {"dialogue_aggregation": "ensemble of the members' dialogue scores"}
+
+    def _combine(self, members, combiner, calibration, member_scores, inputs: list, *, batch_size: int,
+                 progress_bar: bool | None) -> np.ndarray:
+        """Each member's raw scores of ``inputs`` (``member_scores``: the turn or dialogue form), calibrated by
+        ``calibration`` and combined by ``combiner``; the call's metadata describes them."""
         raw, calibrated, truncated = {}, {}, {}
-        for m in chosen.dialogue_members:
-            if dialogues:
-                raw[m], meta = member_dialogue_scores(self.config.members[m], self.members[m], dialogues,
-                                                      batch_size=batch_size, progress_bar=progress_bar)
+        for m in members:
+            if inputs:
+                raw[m], meta = member_scores(self.config.members[m], self.members[m], inputs,
+                                             batch_size=batch_size, progress_bar=progress_bar)
             else:
                 raw[m], meta = np.zeros(0), {}
-            calibrated[m] = self.config.dialogue_calibration[m](raw[m])
+            calibrated[m] = calibration[m](raw[m])
             if "truncated_texts" in meta:
                 truncated[m] = int(meta["truncated_texts"])
-        self._call_meta = self._describe(chosen.dialogue.kind, raw, calibrated, truncated)
-        return chosen.dialogue.apply(calibrated), {"dialogue_aggregation": "ensemble of the members' dialogue scores"}
+        self._call_meta = self._describe(combiner.kind, raw, calibrated, truncated)
+        return combiner.apply(calibrated)
 
     def _describe(self, combiner: str, raw: dict, calibrated: dict, truncated: dict) -> dict[str, Any]:
         meta: dict[str, Any] = {"member_set": self.member_set, "combiner": combiner, "members": list(raw)}
