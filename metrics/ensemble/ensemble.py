@@ -48,8 +48,12 @@ class Ensemble(evaluate_module.DialevalMetric, scorer_name="ensemble"):
         features=evaluate_module.response_features(), homepage="https://arxiv.org/abs/2206.09403",
         reference_urls=("https://arxiv.org/abs/2206.09403",))
 
+    def _download_and_prepare(self, dl_manager):
+        """Nothing yet: the members load at the first ``compute()``, for the member set it asks for."""
+        self._scorer = None
+
     def configure_scorer(self, member_set=None):
-        """Load the scorer again where ``member_set`` names another fitted member set than the loaded one."""
-        chosen = member_set or self._scorer.config.default_member_set
-        if chosen != self._scorer.member_set:
-            self._scorer = load_scorer(self.scorer_name, checkpoint=self.config_name, member_set=chosen)
+        """Load the scorer of ``member_set`` (default: the checkpoint's) unless it is the one already loaded."""
+        loaded = self._scorer
+        if loaded is None or (member_set or loaded.config.default_member_set) != loaded.member_set:
+            self._scorer = load_scorer(self.scorer_name, checkpoint=self.config_name, member_set=member_set)

@@ -37,6 +37,7 @@ def test_the_evaluate_module_scores_as_the_scorer_and_reloads_for_another_member
     import evaluate
 
     module = evaluate.load(str(Path(__file__).resolve().parents[2] / "metrics" / "ensemble"))
+    assert module._scorer is None  # nothing loads until compute() names its member set
     direct = fast_ensemble.score(contexts=CONTEXTS, responses=RESPONSES)
     out = module.compute(predictions=RESPONSES, contexts=CONTEXTS, member_set="fast")
     assert out["scores"] == direct.scores and out["signature"] == direct.signature
