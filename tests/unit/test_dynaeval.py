@@ -538,3 +538,14 @@ def test_cli_train_dynaeval_passes_options(monkeypatch, tmp_path):
     assert opts.max_val_dialogues == 500 and opts.epochs == 2 and opts.batch_size == 128 and opts.threads == 1
     assert "best validation pair accuracy 0.9000" in res.output and "(adjacent cosine, untrained: 0.7000)" in res.output
     assert opts.strategy_list == ("ur", "hr") and opts.similar_top_k == 10
+
+
+def test_training_on_cuda_turns_cudnn_off_and_the_cpu_leaves_it(monkeypatch):
+    # cuDNN packs the LSTM weights into one buffer, which safetensors cannot save in the training state
+    from dialeval.metrics.dynaeval.train import keep_lstm_weights_apart
+
+    monkeypatch.setattr(torch.backends.cudnn, "enabled", True)
+    keep_lstm_weights_apart("cpu")
+    assert torch.backends.cudnn.enabled
+    keep_lstm_weights_apart("cuda:0")
+    assert not torch.backends.cudnn.enabled
