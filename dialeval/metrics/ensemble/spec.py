@@ -1,14 +1,15 @@
-"""The ensemble's declaration: scorer, training command, ``evaluate`` module and card
+"""The ensemble's declaration: scorer, training command, export, ``evaluate`` module and card
 (:class:`~dialeval.scoring.spec.MetricSpec`).
 
-It has no Space and no Hub export yet: both are made for a checkpoint that is one ``transformers`` model, and the
-ensemble's checkpoint is a fitted combination of the other metrics' (a ``config.json`` that names them)."""
+Its checkpoint is a fitted combination of the other metrics' (a ``config.json`` that names them), not a model: it is
+exported as a combination (:class:`~dialeval.scoring.spec.CombinationExportSpec`, the members from :mod:`.export`).
+It has no Space yet."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...scoring.spec import MetricSpec, RecipeSpec, best_checkpoint
+from ...scoring.spec import CombinationExportSpec, MetricSpec, RecipeSpec, best_checkpoint
 
 
 def summary_line(opts: Any, s: dict) -> str:
@@ -26,6 +27,7 @@ SPECS = (
         recipes=(RecipeSpec("ensemble", "dialeval.metrics.ensemble.options:EnsembleTrainingOptions",
                             "dialeval.metrics.ensemble.train", "dialeval.metrics.ensemble.spec:summary_line",
                             uses_training_loop=False),),
+        export=CombinationExportSpec("dialeval.metrics.ensemble.export:exported_members"),
         evaluate_module=True,
         card_benchmarks=("sanity_turn",),
     ),
