@@ -274,6 +274,37 @@ def test_export_of_the_ensemble_is_its_config_as_shipped_and_a_card_listing_ever
             assert f"| `{sha}` | [{repo}](https://huggingface.co/{repo}) |" in row[0]
 
 
+def test_the_release_builds_the_ensembles_model_repo_and_space(tmp_path):
+    """`dialeval release` for the ensemble (a stand-in wheel, the bundled demo items): models/ensemble is what
+    `dialeval export` writes, byte for byte; spaces/ensemble holds its app, module, card (with the Space's YAML),
+    examples and requirements."""
+    from dialeval.hub.release import export_model, release
+    from dialeval.interfaces.space import EXAMPLES_FILE, SPACES, read_examples
+
+    wheel = tmp_path / "dialeval-0.0.0-py3-none-any.whl"  # the Space only copies it
+    wheel.write_bytes(b"not a real wheel")
+    built = release(tmp_path / "release", ["ensemble"], namespace="someone", wheel=wheel, bundled_examples=True,
+                    datasets=False)
+    assert [(kind, repo) for kind, repo, _ in built.repos()] == [("model", "someone/ensemble"),
+                                                                 ("space", "someone/ensemble")]
+    model = built.models["ensemble"]
+    exported = export_model("ensemble", "default", tmp_path / "exported", namespace="someone")
+    assert sorted(p.name for p in model.iterdir()) == ["README.md", "config.json"]
+    for name in ("README.md", "config.json"):
+        assert (model / name).read_bytes() == (exported / name).read_bytes(), name
+
+    space = built.spaces["ensemble"]
+    assert sorted(p.name for p in space.iterdir()) == sorted(
+        ["app.py", "ensemble.py", "README.md", "requirements.txt", EXAMPLES_FILE, wheel.name])
+    header = front_matter((space / "README.md").read_text(encoding="utf-8"))
+    assert header["sdk"] == "gradio" and header["app_file"] == "app.py"
+    requirements = (space / "requirements.txt").read_text().splitlines()
+    assert requirements[1] == f"./{wheel.name}[spacy-model]" and f"gradio=={header['sdk_version']}" in requirements
+    assert 'SPACES["ensemble"]' in (space / "app.py").read_text()
+    examples = read_examples(space / EXAMPLES_FILE, SPACES["ensemble"].fields)
+    assert examples and all(len(e.inputs) == 2 for e in examples)
+
+
 def test_export_refuses_an_ensemble_whose_member_checkpoint_is_not_the_installed_one(tmp_path):
     """A config pinning another GRADE checkpoint than the installed one would be refused when loaded: the export
     refuses it before writing anything, naming the member and both hashes."""

@@ -118,6 +118,14 @@ def test_a_removed_spec_is_gone_everywhere(tiny_metric):
         registry.register(TINY)
 
 
+def test_a_space_without_an_export_is_refused_by_the_release_before_any_work(tiny_metric, tmp_path):
+    from dialeval.hub.release import ReleaseError, release
+
+    with pytest.raises(ReleaseError, match="word_count has a Space but no export"):
+        release(tmp_path / "out", ["word_count"], wheel=tmp_path / "none.whl")
+    assert not (tmp_path / "out").exists()
+
+
 def test_names_and_aliases_are_unique(tiny_metric):
     with pytest.raises(ValueError, match="taken already"):
         registry.register(MetricSpec(name="other", scorer=TINY.scorer, kind="baseline", aliases=("word_count",)))
