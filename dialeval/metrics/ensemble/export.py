@@ -43,4 +43,3 @@ def exported_members(config: Mapping[str, Any], where: str) -> list[CombinationM
                      if name in chosen.members or name in chosen.dialogue_members)
         out.append(CombinationMember(name=name, metric=member.metric, identity=dict(pinned), sets=sets))
     return out
-
