@@ -310,8 +310,10 @@ def test_export_refuses_an_ensemble_whose_member_checkpoint_is_not_the_installed
     refuses it before writing anything, naming the member and both hashes."""
     from dialeval.hub.release import export_model
     from dialeval.metrics.ensemble.scorer import MemberChanged
-    from dialeval.scoring.export import export_checkpoint
+    from dialeval.scoring.checkpoints import checkpoint_fingerprint
+    from dialeval.scoring.export import export_checkpoint, export_source
 
+    installed = checkpoint_fingerprint(export_source("grade", None))
     config = json.loads((_shipped_ensemble() / "config.json").read_text(encoding="utf-8"))
     grade = next(m for m in config["members"] if m["name"] == "grade")
     grade["identity"]["checkpoint_sha256"] = "000000000000"
@@ -319,6 +321,7 @@ def test_export_refuses_an_ensemble_whose_member_checkpoint_is_not_the_installed
     (tmp_path / "stale" / "config.json").write_text(json.dumps(config), encoding="utf-8")
     for export in (lambda: export_model("ensemble", tmp_path / "stale", tmp_path / "out", namespace="someone"),
                    lambda: export_checkpoint("ensemble", tmp_path / "stale", tmp_path / "out")):
-        with pytest.raises(MemberChanged, match="member grade pins grade checkpoint sha256 000000000000"):
+        with pytest.raises(MemberChanged, match=r"member grade pins grade checkpoint sha256 000000000000, but the "
+                                                rf"installed one \(.*\) is {installed}: loading this ensemble would"):
             export()
         assert sorted(p.name for p in tmp_path.iterdir()) == ["stale"]  # nothing written, no partial folder

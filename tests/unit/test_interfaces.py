@@ -112,7 +112,7 @@ def test_the_ensemble_space_shows_each_default_members_calibrated_score(monkeypa
     config = EnsembleConfig.load(resolve_checkpoint(None, "ensemble", "dialeval train ensemble"))
     members = config.member_sets[config.default_member_set].members
     assert list(space.details.values()) == [f"{m}_calibrated_scores" for m in members]
-    assert "ombines" in demo.description and "slower" in demo.title.lower() + demo.description.lower()
+    assert demo.description.startswith("Combines dialeval's metrics") and "slower" in demo.title
     out = ScoreOutput(scores=[0.5], system_score=0.5, signature="metric:ensemble|checkpoint:default",
                       metadata={f"{m}_calibrated_scores": [i / 10] for i, m in enumerate(members)})
     lines = space.report(out).splitlines()
