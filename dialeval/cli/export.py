@@ -1,4 +1,5 @@
-"""``dialeval export``: a learned metric's checkpoint as a complete, Hub-ready folder with its model card."""
+"""``dialeval export``: a learned metric's checkpoint (or the ensemble's) as a complete, Hub-ready folder with its
+model card."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import typer
 
 
 def export_command(
-    metric: Annotated[str, typer.Option(help="Learned metric (dialeval list; those whose spec has an export).")],
+    metric: Annotated[str, typer.Option(help=(
+        "Learned metric, or the ensemble (dialeval list; those whose spec has an export)."))],
     output_dir: Annotated[Path, typer.Option(help="Folder to write (must not exist or be empty).")],
     checkpoint: Annotated[str, typer.Option(help=(
         "'default' (the shipped checkpoint), a checkpoint folder or a training run folder."))] = "default",
@@ -23,7 +25,8 @@ def export_command(
 ) -> None:
     """Write a checkpoint with all weights, config, custom code and the model card, loadable with
     AutoModel.from_pretrained(folder, trust_remote_code=True) without dialeval; the card shows how to score text
-    with it. The card's model-index holds the stored results when they were measured on this checkpoint."""
+    with it. The card's model-index holds the stored results when they were measured on this checkpoint. The
+    ensemble has no model: its folder is its config.json as shipped and a card listing its pinned members."""
     if card:
         from ..hub.cards import CardError
         from ..hub.release import export_model

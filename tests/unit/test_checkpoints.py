@@ -326,12 +326,17 @@ def test_export_refuses_bad_requests(exported, tmp_path):
 
     with pytest.raises(UnknownNameError, match="unknown metric 'gradee'; did you mean 'grade'"):
         export_checkpoint("gradee", "default", tmp_path / "a")
-    with pytest.raises(UnknownNameError, match="choices: amr_eval, bert_ruber, dynaeval, grade, pone, rade"):
+    with pytest.raises(UnknownNameError, match="choices: amr_eval, bert_ruber, dynaeval, ensemble, grade, pone, rade; "
+                                               "only learned metrics and combinations are exported"):
         export_checkpoint("bleu4", "default", tmp_path / "a")
     with pytest.raises(CheckpointNotFoundError, match="is not a grade checkpoint folder"):
         export_checkpoint("grade", tmp_path / "nowhere", tmp_path / "b")
     with pytest.raises(CheckpointNotFoundError, match="holds a 'dialeval-pone' model, not a bert_ruber checkpoint"):
         export_checkpoint("bert_ruber", exported["pone"], tmp_path / "c")
+    from dialeval.metrics.ensemble.checkpoint import CheckpointError
+
+    with pytest.raises(CheckpointError, match="model_type is 'dialeval-pone', not 'dialeval-ensemble'"):
+        export_checkpoint("ensemble", exported["pone"], tmp_path / "c")  # a combination reads its config first
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
     taken = tmp_path / "taken"
     taken.mkdir()

@@ -24,6 +24,7 @@ from dialeval.hub.cards import (
 )
 from dialeval.scoring.export import DEFAULT_ENCODER_HUB_ID, TOKENIZER_FILES, exportable_metrics
 from dialeval.scoring.registry import available_metrics, metric_spec
+from dialeval.scoring.spec import CombinationExportSpec, ExportSpec
 
 #: Prepended to code that must run without dialeval: importing it (or the encoder package) fails.
 BLOCK_DIALEVAL = textwrap.dedent("""
@@ -115,7 +116,15 @@ def test_a_checkpoint_the_results_did_not_measure_gets_no_model_index(tmp_path):
     assert code_under(card, TRANSFORMERS_HEADING)
 
 
-@pytest.mark.parametrize("metric", exportable_metrics())
+MODEL_EXPORTS = [m for m in exportable_metrics() if isinstance(metric_spec(m).export, ExportSpec)]
+
+
+def test_the_exported_metrics_are_the_learned_ones_and_the_ensemble():
+    assert sorted(exportable_metrics()) == sorted(MODEL_EXPORTS + ["ensemble"])
+    assert isinstance(metric_spec("ensemble").export, CombinationExportSpec)
+
+
+@pytest.mark.parametrize("metric", MODEL_EXPORTS)
 def test_every_card_scores_text_through_dialeval_and_transformers_alone_where_it_can(metric):
     """The scoring section of each exportable metric: code through dialeval always; code with transformers alone
     exactly where the spec gives it (models over sentence embeddings), none where the model needs dialeval's
@@ -209,3 +218,110 @@ def test_export_refuses_extra_files_that_would_replace_its_own(tmp_path):
         assert [p.name for p in tmp_path.iterdir()] == []  # no partial folder left
     out = export_checkpoint("pone", "default", tmp_path / "out", extra_files={"README.md": "# card\n"})
     assert (out / "README.md").read_text() == "# card\n"
+
+
+# -- a combination: the ensemble ------------------------------------------------------------------------------------
+def _shipped_ensemble():
+    from dialeval.scoring.export import export_source
+
+    return export_source("ensemble", None)
+
+
+def test_export_of_the_ensemble_is_its_config_as_shipped_and_a_card_listing_every_member(tmp_path):
+    """`dialeval export --metric ensemble`: the shipped config.json byte for byte (so the folder is the same
+    checkpoint, and a checkpoint for `dialeval score`) and a card with the stored model-index, no transformers code,
+    scoring through dialeval, and every member with its pinned checkpoint sha256 and the model repo holding it."""
+    from typer.testing import CliRunner
+
+    from dialeval.cli import app
+    from dialeval.hub.cards import MEMBERS_HEADING
+    from dialeval.scoring.checkpoints import checkpoint_fingerprint
+
+    res = CliRunner().invoke(app, ["export", "--metric", "ensemble", "--namespace", "someone",
+                                   "--output-dir", str(tmp_path / "ensemble")])
+    assert res.exit_code == 0, res.output
+    folder = tmp_path / "ensemble"
+    shipped = _shipped_ensemble()
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "config.json"]
+    assert (folder / "config.json").read_bytes() == (shipped / "config.json").read_bytes()
+    assert checkpoint_fingerprint(folder) == checkpoint_fingerprint(shipped)
+
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    header = front_matter(card)
+    assert header["library_name"] == "dialeval" and "base_model" not in header
+    assert header["model-index"][0]["name"] == "dialeval-ensemble" and header["model-index"][0]["results"]
+    assert TRANSFORMERS_HEADING not in card and LOADING_HEADING not in card
+    assert not re.search(r"AutoModel|AutoTokenizer|from_pretrained|trust_remote_code", card)
+    assert 'pip install "dialeval[spacy-model]"' in card and 'dialeval.load_scorer("ensemble")' in card
+    assert 'dialeval.load_scorer("ensemble", checkpoint=folder)' in code_under(card, DIALEVAL_HEADING)
+    assert 'evaluate.load("someone/ensemble")' in card
+    assert "makes loading refuse" in card
+
+    members = card.split(f"\n{MEMBERS_HEADING}\n", 1)[1].split("\n\n# ", 1)[0]
+    config = json.loads((shipped / "config.json").read_text(encoding="utf-8"))
+    repos = {"grade": "grade", "pone": "pone", "bert_ruber_unref": "bert_ruber", "dynaeval": "dynaeval",
+             "rade": "rade"}
+    assert [m["name"] for m in config["members"]] == [
+        "grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "utterance_length", "turn_count", "rade"]
+    for member in config["members"]:
+        row = [line for line in members.splitlines() if line.startswith(f"| {member['name']} |")]
+        assert len(row) == 1, member["name"]
+        sha = member["identity"].get("checkpoint_sha256")
+        if sha is None:  # a baseline or the built-in turn count: no checkpoint, no repo
+            assert "| none | none |" in row[0]
+        else:
+            repo = f"someone/{repos[member['name']]}"
+            assert f"| `{sha}` | [{repo}](https://huggingface.co/{repo}) |" in row[0]
+
+
+def test_the_release_builds_the_ensembles_model_repo_and_space(tmp_path):
+    """`dialeval release` for the ensemble (a stand-in wheel, the bundled demo items): models/ensemble is what
+    `dialeval export` writes, byte for byte; spaces/ensemble holds its app, module, card (with the Space's YAML),
+    examples and requirements."""
+    from dialeval.hub.release import export_model, release
+    from dialeval.interfaces.space import EXAMPLES_FILE, SPACES, read_examples
+
+    wheel = tmp_path / "dialeval-0.0.0-py3-none-any.whl"  # the Space only copies it
+    wheel.write_bytes(b"not a real wheel")
+    built = release(tmp_path / "release", ["ensemble"], namespace="someone", wheel=wheel, bundled_examples=True,
+                    datasets=False)
+    assert [(kind, repo) for kind, repo, _ in built.repos()] == [("model", "someone/ensemble"),
+                                                                 ("space", "someone/ensemble")]
+    model = built.models["ensemble"]
+    exported = export_model("ensemble", "default", tmp_path / "exported", namespace="someone")
+    assert sorted(p.name for p in model.iterdir()) == ["README.md", "config.json"]
+    for name in ("README.md", "config.json"):
+        assert (model / name).read_bytes() == (exported / name).read_bytes(), name
+
+    space = built.spaces["ensemble"]
+    assert sorted(p.name for p in space.iterdir()) == sorted(
+        ["app.py", "ensemble.py", "README.md", "requirements.txt", EXAMPLES_FILE, wheel.name])
+    header = front_matter((space / "README.md").read_text(encoding="utf-8"))
+    assert header["sdk"] == "gradio" and header["app_file"] == "app.py"
+    requirements = (space / "requirements.txt").read_text().splitlines()
+    assert requirements[1] == f"./{wheel.name}[spacy-model]" and f"gradio=={header['sdk_version']}" in requirements
+    assert 'SPACES["ensemble"]' in (space / "app.py").read_text()
+    examples = read_examples(space / EXAMPLES_FILE, SPACES["ensemble"].fields)
+    assert examples and all(len(e.inputs) == 2 for e in examples)
+
+
+def test_export_refuses_an_ensemble_whose_member_checkpoint_is_not_the_installed_one(tmp_path):
+    """A config pinning another GRADE checkpoint than the installed one would be refused when loaded: the export
+    refuses it before writing anything, naming the member and both hashes."""
+    from dialeval.hub.release import export_model
+    from dialeval.metrics.ensemble.scorer import MemberChanged
+    from dialeval.scoring.checkpoints import checkpoint_fingerprint
+    from dialeval.scoring.export import export_checkpoint, export_source
+
+    installed = checkpoint_fingerprint(export_source("grade", None))
+    config = json.loads((_shipped_ensemble() / "config.json").read_text(encoding="utf-8"))
+    grade = next(m for m in config["members"] if m["name"] == "grade")
+    grade["identity"]["checkpoint_sha256"] = "000000000000"
+    (tmp_path / "stale").mkdir()
+    (tmp_path / "stale" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    for export in (lambda: export_model("ensemble", tmp_path / "stale", tmp_path / "out", namespace="someone"),
+                   lambda: export_checkpoint("ensemble", tmp_path / "stale", tmp_path / "out")):
+        with pytest.raises(MemberChanged, match=r"member grade pins grade checkpoint sha256 000000000000, but the "
+                                                rf"installed one \(.*\) is {installed}: loading this ensemble would"):
+            export()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["stale"]  # nothing written, no partial folder

@@ -80,7 +80,8 @@ def _fake_gradio() -> types.ModuleType:
     return gr
 
 
-@pytest.mark.parametrize("metric,n_boxes", [("grade", 2), ("pone", 2), ("dynaeval", 1), ("bert_ruber", 3), ("rade", 3)])
+@pytest.mark.parametrize("metric,n_boxes", [("grade", 2), ("pone", 2), ("dynaeval", 1), ("bert_ruber", 3), ("rade", 3),
+                                            ("ensemble", 2)])
 def test_each_app_builds_its_form(monkeypatch, metric, n_boxes):
     monkeypatch.setitem(sys.modules, "gradio", _fake_gradio())
     demo = runpy.run_path(str(ROOT / "metrics" / metric / "app.py"))["demo"]
@@ -96,6 +97,27 @@ def test_app_scores_with_the_shipped_checkpoint(monkeypatch):
     direct = dialeval.load_scorer("pone").score(contexts=[["Want lunch?", "Yes!"]], responses=["Pizza?"])
     assert demo.fn("Want lunch?\nYes!", "Pizza?") == f"PONE score: {direct.scores[0]:.4f}\n\n{direct.signature}"
     assert demo.fn("", "Pizza?").startswith("Enter")
+
+
+def test_the_ensemble_space_shows_each_default_members_calibrated_score(monkeypatch):
+    """The ensemble's Space (built without launching) shows, under the score, the calibrated score of each turn
+    member of the shipped checkpoint's default member set, as the scorer's metadata names them; its words say it
+    combines the members and is slower."""
+    from dialeval.metrics.ensemble.checkpoint import EnsembleConfig
+    from dialeval.scoring.checkpoints import resolve_checkpoint
+
+    monkeypatch.setitem(sys.modules, "gradio", _fake_gradio())
+    demo = runpy.run_path(str(ROOT / "metrics" / "ensemble" / "app.py"))["demo"]
+    space = demo.fn.__self__
+    config = EnsembleConfig.load(resolve_checkpoint(None, "ensemble", "dialeval train ensemble"))
+    members = config.member_sets[config.default_member_set].members
+    assert list(space.details.values()) == [f"{m}_calibrated_scores" for m in members]
+    assert demo.description.startswith("Combines dialeval's metrics") and "slower" in demo.title
+    out = ScoreOutput(scores=[0.5], system_score=0.5, signature="metric:ensemble|checkpoint:default",
+                      metadata={f"{m}_calibrated_scores": [i / 10] for i, m in enumerate(members)})
+    lines = space.report(out).splitlines()
+    assert lines[0] == "ensemble score: 0.5000"
+    assert lines[1:1 + len(members)] == [f"{m}, calibrated: {i / 10:.4f}" for i, m in enumerate(members)]
 
 
 # -- evaluate.load("dialeval/<m>") offline -------------------------------------------------------------------------

@@ -19,7 +19,14 @@ from dialeval.errors import UnknownNameError
 from dialeval.interfaces.space import SPACES
 from dialeval.scoring import registry
 from dialeval.scoring.base import Scorer
-from dialeval.scoring.spec import ExportSpec, MetricSpec, RecipeSpec, SpaceSpec, import_object
+from dialeval.scoring.spec import (
+    CombinationExportSpec,
+    ExportSpec,
+    MetricSpec,
+    RecipeSpec,
+    SpaceSpec,
+    import_object,
+)
 from dialeval.training.options import TrainingOptions, option
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,6 +118,14 @@ def test_a_removed_spec_is_gone_everywhere(tiny_metric):
         registry.register(TINY)
 
 
+def test_a_space_without_an_export_is_refused_by_the_release_before_any_work(tiny_metric, tmp_path):
+    from dialeval.hub.release import ReleaseError, release
+
+    with pytest.raises(ReleaseError, match="word_count has a Space but no export"):
+        release(tmp_path / "out", ["word_count"], wheel=tmp_path / "none.whl")
+    assert not (tmp_path / "out").exists()
+
+
 def test_names_and_aliases_are_unique(tiny_metric):
     with pytest.raises(ValueError, match="taken already"):
         registry.register(MetricSpec(name="other", scorer=TINY.scorer, kind="baseline", aliases=("word_count",)))
@@ -122,6 +137,8 @@ def test_names_and_aliases_are_unique(tiny_metric):
     (dict(name="no spaces"), "letters, digits"),
     (dict(kind="neural"), "kind must be"),
     (dict(space=SpaceSpec(title="t", description="d", score_label="s")), "evaluate module"),
+    (dict(kind="combination", export=ExportSpec("m:Model")), "a combination exports with a CombinationExportSpec"),
+    (dict(kind="learned", export=CombinationExportSpec("m:members")), "any other metric with an ExportSpec"),
 ])
 def test_a_malformed_spec_is_refused_when_declared(bad, message):
     with pytest.raises(ValueError, match=message):
@@ -139,9 +156,11 @@ def test_each_shipped_spec_names_classes_that_exist_and_folders_that_are_there(s
     for recipe in spec.recipes:
         assert issubclass(recipe.options_class(), TrainingOptions)
         assert callable(import_object(recipe.summary_line))
-    if spec.export is not None:
-        assert isinstance(spec.export, ExportSpec) and hasattr(import_object(spec.export.model_class),
-                                                               "from_pretrained")
+    if isinstance(spec.export, ExportSpec):
+        assert hasattr(import_object(spec.export.model_class), "from_pretrained")
+    elif spec.export is not None:
+        assert isinstance(spec.export, CombinationExportSpec) and spec.kind == "combination"
+        assert callable(import_object(spec.export.members))
     folder = ROOT / "metrics" / spec.name
     assert folder.is_dir() == spec.evaluate_module, f"metrics/{spec.name}/ and the spec's evaluate_module disagree"
     if spec.evaluate_module:

@@ -11,6 +11,7 @@ correlation re-scaling, ridge), the candidate chosen by leave-one-benchmark-out 
   held-out cells;
 - :mod:`.calibration`, :mod:`.combiners` -- the two fitted pieces (numpy, pure);
 - :mod:`.loo`, :mod:`.report` -- the leave-one-out table; :mod:`.fit` -- the shipped combiners and config;
-- :mod:`.checkpoint` -- ``config.json``; :mod:`.scorer` -- ``EnsembleScorer``;
+- :mod:`.checkpoint` -- ``config.json``; :mod:`.scorer` -- ``EnsembleScorer``; :mod:`.export` -- the members an
+  export and its model card list;
 - :mod:`.options`, :mod:`.train` (``dialeval train ensemble``), :mod:`.loo_command` (``dialeval ensemble loo``).
 """
