@@ -106,6 +106,25 @@ def bench_dynaeval(
     emit_measurements(run(checkpoint, batch_size, data_dir), json_path, width=30)
 
 
+@bench_app.command("ensemble")
+def bench_ensemble(
+    member_set: Annotated[Optional[list[str]], typer.Option(help=(
+        "Member set to time (repeatable; default: full and fast)."))] = None,
+    batch_size: Annotated[int, typer.Option(help="Pairs per scoring batch and texts per encoder batch.")] = 32,
+    data_dir: Annotated[Optional[Path], typer.Option(help=DATA_DIR_HELP)] = None,
+    threads: Annotated[Optional[int], typer.Option(help="Torch CPU threads (default: torch's).")] = None,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the results here.")] = None,
+) -> None:
+    """The ensemble's speed on CPU: the 1,200 GRADE evaluation pairs scored by each member set, against the bare
+    encoder over their distinct texts (dialeval.metrics.ensemble.bench). Needs the data directory."""
+    from ..backbone.device import set_torch_threads
+    from ..evaluation import emit_measurements
+    from ..metrics.ensemble.bench import run
+
+    set_torch_threads(threads)
+    emit_measurements(run(member_set or ["full", "fast"], batch_size, data_dir), json_path, width=30)
+
+
 # -- dialeval checkpoint ... -------------------------------------------------------------------------------------
 
 

@@ -49,7 +49,7 @@ def _options(path: tuple[str, ...]) -> dict:
 
 
 @pytest.mark.parametrize("group,names", [((), ["bench", "checkpoint", "grade"]),
-                                         (("bench",), ["bertscore", "grade", "dynaeval"]),
+                                         (("bench",), ["bertscore", "grade", "dynaeval", "ensemble"]),
                                          (("checkpoint",), ["half", "calibrate"]),
                                          (("grade",), ["coverage", "graph"]),
                                          (("grade", "graph"), ["build", "measure"])])
