@@ -22,9 +22,10 @@ _DESCRIPTION = """\
 dialeval's ensemble scores how appropriate a response is to its dialogue context by combining the library's other
 metrics. Each member (GRADE, PONE, BERT-RUBER's unreferenced score, DynaEval, the context cosine and the reply's
 length in the default `full` set; the encoder-only members in `fast`) scores the item, its raw score is mapped to
-[0, 1] by a fixed calibration stored in the checkpoint, and a combiner fitted on human-rated sets adds them up. The
-combiner was chosen by leave-one-benchmark-out; an item's score never depends on its batch-mates. See the card for
-the leave-one-out table, the weights and what the ensemble cannot do.
+[0, 1] by a fixed calibration stored in the checkpoint, and a combiner combines them (in `full`, a power mean that
+lets one member's low score count more than another's high one). The combiner was chosen by leave-one-benchmark-out
+among those that pass sanity checks on validation data; an item's score never depends on its batch-mates. See the
+card for the leave-one-out table, the weights and what the ensemble cannot do.
 """
 
 _ARGUMENTS = """\

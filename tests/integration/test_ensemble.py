@@ -60,7 +60,13 @@ def test_members_on_one_encoder_share_it_and_score_as_when_loaded_apart(one_torc
 
 @pytest.mark.data
 def test_the_sets_hold_what_the_design_says(data_dir):
-    from dialeval.metrics.ensemble.sets import HELD_OUT, load_human_set, training_sets, turn_calibration
+    from dialeval.metrics.ensemble.sets import (
+        HELD_OUT,
+        load_human_set,
+        sanity_check_set,
+        training_sets,
+        turn_calibration,
+    )
 
     sizes = {h.key: len(load_human_set(h, data_dir)) for h in (*HELD_OUT, *training_sets("validation"))}
     assert sizes == {"grade_eval/convai2": 600, "grade_eval/dailydialog": 300, "grade_eval/empatheticdialogues": 300,
@@ -73,6 +79,11 @@ def test_the_sets_hold_what_the_design_says(data_dir):
     assert [it.context for it in calibration.items[:20]] == [it.context for it in calibration.items[20:]]
     assert all(p.response != n.response for p, n in zip(calibration.items[:20], calibration.items[20:]))
     assert turn_calibration(data_dir, dialogues=20, seed=0).content == calibration.content  # seeded
+    checks = sanity_check_set(data_dir)  # sanity_turn's validation split: each gold reply, then its perturbations
+    assert checks.key == "checks/sanity_turn/validation" and len(checks.items) == 300 * 7
+    assert checks.kinds[:7] == ("gold", "random", "similar", "shuffled", "dropped", "context_copy", "truncated")
+    assert checks.items[5].response == checks.items[0].context[-1].text  # the copy repeats the last context turn
+    assert all("/validation/" in i for i in checks.ids)
 
 
 @pytest.mark.data
@@ -94,3 +105,7 @@ def test_the_leave_one_out_command_writes_the_table_of_the_ten_held_out_sets(dat
     assert "fed_turn" not in fed_dialogue["training_sets"] and fed_dialogue["members"]["turn_count"] is not None
     assert "rade_chitchat/validation" not in report["rows"][7]["training_sets"]
     assert "mean without in-domain sets" in result.output
+    checks = report["checks"]  # the candidates were held to the sanity bar on sanity_turn's validation split
+    assert checks["applies"] and checks["set"] == "checks/sanity_turn/validation"
+    assert checks["required"] == ["dropped", "truncated"]  # where the length alone reaches 0.85
+    assert report["chosen"] in checks["passing"] and "sanity bar" in result.output

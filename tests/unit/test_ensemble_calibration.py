@@ -1,6 +1,6 @@
 """The ensemble's calibration (an empirical CDF stored as quantiles) and combiners (mean, MME-CRS-style correlation
-re-scaling, ridge): monotone, flat beyond the ends, item by item; the fitted weights are the known ones; a setting
-is chosen inside the training sets only. Pure numpy, no model."""
+re-scaling, ridge, power means): monotone, flat beyond the ends, item by item; the fitted weights are the known ones;
+a setting is chosen inside the training sets only. Pure numpy, no model."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from dialeval.errors import InputError
 from dialeval.metrics.ensemble.calibration import CalibrationError, EmpiricalCdf
 from dialeval.metrics.ensemble.combiners import (
+    GEOMETRIC_FLOOR,
     Combiner,
     CombinerError,
     Unit,
@@ -108,6 +109,33 @@ def test_the_mean_weights_every_member_alike_and_a_combiner_scores_item_by_item(
     assert together.tobytes() == alone.tobytes()
 
 
+def test_a_power_mean_is_the_formula_item_by_item_and_lets_one_low_member_weigh_more():
+    units = _units([1.0, 1.0, 1.0])
+    X = RNG.uniform(size=(40, 3))
+    X[0] = [0.0, 1.0, 1.0]
+    half, geometric = fit_candidate("power_0.5", units), fit_candidate("power_0", units)
+    assert half.weights == geometric.weights == {m: 1 / 3 for m in MEMBERS} and half.setting == {"p": 0.5}
+    np.testing.assert_allclose(half.apply_matrix(MEMBERS, X), np.mean(np.sqrt(X), axis=1) ** 2, rtol=1e-12)
+    floored = np.maximum(X, GEOMETRIC_FLOOR)
+    np.testing.assert_allclose(geometric.apply_matrix(MEMBERS, X), np.prod(floored, axis=1) ** (1 / 3), rtol=1e-12)
+    # a reply two members like and one rejects: the mean still gives it 2/3, the lower powers far less
+    scores = [fit_candidate(k, units).apply_matrix(MEMBERS, X[:1])[0] for k in ("mean", "power_0.5", "power_0")]
+    assert scores[0] == pytest.approx(2 / 3) and scores[0] > scores[1] > scores[2] > 0
+    together = geometric.apply_matrix(MEMBERS, X)
+    alone = np.concatenate([geometric.apply_matrix(MEMBERS, X[i:i + 1]) for i in range(len(X))])
+    assert together.tobytes() == alone.tobytes()
+    assert Combiner.from_json(half.to_json(), where="config.json") == Combiner("power_0.5", half.weights,
+                                                                              setting={"p": 0.5})
+
+
+def test_a_power_mean_refuses_weights_and_scores_it_is_not_defined_for():
+    with pytest.raises(CombinerError, match="config.json: a power mean's weights must be >= 0 and sum to 1"):
+        Combiner.from_json({"kind": "power_0", "weights": {"a": 0.7, "b": 0.7}}, where="config.json")
+    geometric = Combiner("power_0", {"a": 0.5, "b": 0.5}, setting={"p": 0.0})
+    with pytest.raises(CombinerError, match=r"member b's calibrated score of item 1 is 1\.5, outside \[0, 1\]"):
+        geometric.apply({"a": np.array([0.2, 0.3]), "b": np.array([0.4, 1.5])})
+
+
 def test_a_setting_is_chosen_by_leave_one_set_out_inside_the_given_sets_only():
     units = _units([0.6, 0.3, 0.0])
     fitted = fit_candidate("ridge", units, grid=(0.01, 1.0, 100.0))
@@ -127,7 +155,9 @@ def test_training_data_a_combiner_cannot_use_is_an_error_naming_the_set():
         Unit("s2", MEMBERS, X, np.full(10, 3.0))
     with pytest.raises(CombinerError, match="set s3: 10 items but 9 human scores"):
         Unit("s3", MEMBERS, X, np.arange(9.0))
-    negative = [Unit(f"s{i}", MEMBERS, X, -X.sum(axis=1) + i) for i in range(3)]
+    t = np.linspace(0.05, 1.0, 10)  # every member rises with t, the humans fall with it
+    rising = np.column_stack([t, t ** 2, np.sqrt(t)])
+    negative = [Unit(f"s{i}", MEMBERS, rising, -t + i) for i in range(3)]
     with pytest.raises(CombinerError, match="no member correlates positively"):
         fit_mme_crs(negative, k=1.0)
     with pytest.raises(CombinerError, match="weight of member 'a' is nan"):

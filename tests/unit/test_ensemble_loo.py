@@ -151,3 +151,62 @@ def test_the_chosen_candidate_is_refitted_on_every_training_set_and_saved(tmp_pa
     assert loaded.member_sets["full"].turn == member_set.turn and loaded.identities == {m: {"metric": m}
                                                                                         for m in MEMBERS}
     assert loaded.to_json() == config.to_json()
+
+
+# -- the sanity bar: a candidate that prefers a parrot is not chosen, however well it agrees with humans -------------
+def _with_checks(prepared, rows=60, seed=2):
+    """A check set of ``rows`` (gold, copy) pairs: member a sees the copy for what it is (gold 0.7-1, copy 0-0.1),
+    member b prefers it (gold 0-0.2, copy 0.9-1), as the cosines prefer a reply that repeats the context."""
+    rng = np.random.default_rng(seed)
+    kinds = ("gold", "copy") * rows
+    items = tuple(normalize_items(["Hi."] * len(kinds), ["Hello."] * len(kinds)))
+    prepared.tables.sets["checks/toy"] = ItemSet("checks/toy", "turn", tuple(f"c{i}" for i in range(len(kinds))),
+                                                 items=items, kinds=kinds)
+    a = np.ravel(np.column_stack([rng.uniform(0.7, 1.0, rows), rng.uniform(0.0, 0.1, rows)]))
+    b = np.ravel(np.column_stack([rng.uniform(0.0, 0.2, rows), rng.uniform(0.9, 1.0, rows)]))
+    prepared.tables.scores["checks/toy"] = {"a": a, "b": b}
+    prepared.check_set = "checks/toy"
+    return prepared
+
+
+def test_check_accuracies_pair_each_gold_with_the_perturbations_of_its_own_row():
+    from dialeval.metrics.ensemble.checks import check_accuracies
+
+    kinds = ["gold", "copy", "shuffled", "gold", "copy", "shuffled"]
+    assert check_accuracies([0.9, 0.1, 0.9, 0.2, 0.8, 0.1], kinds) == {"copy": 0.5, "shuffled": 0.75}
+    with pytest.raises(ValueError, match="must start each row with its gold item"):
+        check_accuracies([0.1, 0.2], ["copy", "gold"])
+
+
+def test_the_leave_one_out_chooses_only_among_candidates_that_clear_the_sanity_bar():
+    from dialeval.metrics.ensemble.fit import fit_member_set
+
+    prepared = _with_checks(_prepared())
+    member_set, report = fit_member_set(prepared, "full", MEMBERS, candidates=("mean", "power_0"), n_boot=20)
+    c = report.checks
+    assert c["applies"] and c["required"] == ["copy"]  # member a reaches the bar there, so the bar applies
+    assert c["members"]["a"]["copy"] == 1.0 and c["members"]["b"]["copy"] == 0.0
+    assert c["failing"] == {"mean": ["copy"], "power_0": []} and c["passing"] == ["power_0"]
+    # the humans follow a linear mix, so the mean agrees with them better, yet the bar rules it out
+    assert report.summary["candidate_mean"]["mean"] > report.summary["candidate_mean"]["power_0"]
+    assert report.chosen == member_set.turn.kind == "power_0" and report.summary["admissible"] == ["power_0"]
+    assert member_set.extra["checks"]["met"] and member_set.extra["checks"]["chosen_accuracy"]["copy"] >= 0.85
+    from dialeval.metrics.ensemble.report import format_loo
+
+    assert "misses it (copy)" in format_loo(report) and "clears it" in format_loo(report)
+
+
+def test_without_a_candidate_that_clears_the_bar_the_leave_one_out_alone_chooses_and_says_so():
+    from dialeval.metrics.ensemble.fit import fit_member_set
+    from dialeval.metrics.ensemble.report import format_loo
+
+    prepared = _with_checks(_prepared())
+    member_set, report = fit_member_set(prepared, "full", MEMBERS, candidates=("mean",), n_boot=20)
+    assert report.checks["passing"] == [] and report.chosen == "mean"
+    assert member_set.extra["checks"]["met"] is False
+    assert "no candidate clears the bar" in format_loo(report)
+    unchecked, plain = fit_member_set(_prepared(), "full", MEMBERS, candidates=("mean", "power_0"), n_boot=20)
+    assert plain.checks == {"applies": False, "why": "no check set was prepared", "bar": 0.85,
+                            "passing": ["mean", "power_0"]}
+    assert plain.chosen == "mean" and unchecked.extra["checks"] == {"applies": False,
+                                                                   "why": "no check set was prepared"}

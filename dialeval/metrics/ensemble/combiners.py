@@ -13,15 +13,21 @@ Candidates (:data:`CANDIDATES`):
 * ``ridge`` -- ridge regression of the per-set standardised human scores (z-scores within each set) on the
   calibrated scores centred within each set, each set weighted by ``1 / n_items`` so that sets count equally;
   ``alpha`` from :data:`GRIDS`. The intercept puts the training items' mean score at 0: the score reads as a
-  standardised human rating.
+  standardised human rating;
+* ``power_<p>`` -- the unweighted power mean ``(mean_m calibrated_m ** p) ** (1 / p)`` with a fixed exponent ``p``
+  (:data:`POWERS`; ``power_0`` is the geometric mean, where every calibrated score below :data:`GEOMETRIC_FLOOR`
+  counts as that floor). Below ``p = 1`` (the ``mean``) one member's low score weighs more than another's high
+  one: a reply must pass every member, not only most of them. Nothing is fitted; which ``p`` is used is decided
+  outside this module (the sanity bar of :mod:`.checks`).
 
 A candidate's setting (``k``, ``alpha``) is chosen by leave-one-set-out inside the training sets it is given
 (:func:`fit_candidate`): for each value, fit on all sets but one, score the one left out, average the agreements;
 the first best value wins, and the candidate is refitted on all its sets with it. Nothing outside the given sets is
 read.
 
-A fitted :class:`Combiner` scores item by item: ``intercept + sum_m weight_m * calibrated_m``, summed in the
-members' order with element-wise operations only, so an item's score never depends on the other items of a call.
+A fitted :class:`Combiner` scores item by item: ``intercept + sum_m weight_m * calibrated_m`` (a power mean:
+``intercept + (sum_m weight_m * calibrated_m ** p) ** (1 / p)``), summed in the members' order with element-wise
+operations only, so an item's score never depends on the other items of a call.
 """
 
 from __future__ import annotations
@@ -35,10 +41,15 @@ from scipy import stats as sps
 
 from ...errors import InputError
 
-__all__ = ["CANDIDATES", "GRIDS", "Combiner", "CombinerError", "Unit", "agreement", "fit_candidate", "fit_mean",
-           "fit_mme_crs", "fit_ridge"]
+__all__ = ["CANDIDATES", "GEOMETRIC_FLOOR", "GRIDS", "POWERS", "Combiner", "CombinerError", "Unit", "agreement",
+           "fit_candidate", "fit_mean", "fit_mme_crs", "fit_power_mean", "fit_ridge"]
 
-CANDIDATES = ("mean", "mme_crs", "ridge")
+#: the power-mean candidates and their exponents, from the plain mean (p = 1, ``mean``) towards the minimum
+POWERS: dict[str, float] = {"power_0.5": 0.5, "power_0.25": 0.25, "power_0": 0.0}
+CANDIDATES = ("mean", "mme_crs", "ridge", *POWERS)
+#: in the geometric mean (``power_0``) a calibrated score below this counts as this: half a percentile, so that a
+#: member's lowest scores pull the mean down without making it 0 whatever the other members say
+GEOMETRIC_FLOOR = 0.005
 #: the settings each fitted candidate chooses from (by leave-one-set-out inside its training sets)
 GRIDS: dict[str, tuple[float, ...]] = {"mme_crs": (1.0, 2.0, 3.0, 4.0, 6.0, 8.0),
                                        "ridge": (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)}
@@ -116,10 +127,25 @@ class Combiner:
         if len(sizes) > 1:
             raise CombinerError(f"combiner {self.kind}: the members' score arrays differ in length: {sorted(sizes)}")
         n = sizes.pop() if sizes else 0
+        if self.kind in POWERS:
+            return float(self.intercept) + self._power_mean(calibrated, n)
         out = np.full(n, float(self.intercept), dtype=np.float64)
         for member, weight in self.weights.items():
             out = out + float(weight) * np.asarray(calibrated[member], dtype=np.float64)
         return out
+
+    def _power_mean(self, calibrated: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+        """``(sum_m w_m * x_m ** p) ** (1 / p)``, or ``exp(sum_m w_m * log(max(x_m, floor)))`` for ``p = 0``."""
+        p = POWERS[self.kind]
+        acc = np.zeros(n, dtype=np.float64)
+        for member, weight in self.weights.items():
+            x = np.asarray(calibrated[member], dtype=np.float64)
+            outside = np.flatnonzero((x < 0) | (x > 1) | ~np.isfinite(x))
+            if outside.size:
+                raise CombinerError(f"combiner {self.kind}: member {member}'s calibrated score of item "
+                                    f"{int(outside[0])} is {float(x[outside[0]])!r}, outside [0, 1]")
+            acc = acc + float(weight) * (np.log(np.maximum(x, GEOMETRIC_FLOOR)) if p == 0 else x ** p)
+        return np.exp(acc) if p == 0 else acc ** (1.0 / p)
 
     def apply_matrix(self, members: Sequence[str], X: np.ndarray) -> np.ndarray:
         return self.apply({m: X[:, j] for j, m in enumerate(members)})
@@ -144,6 +170,8 @@ class Combiner:
         intercept = data.get("intercept", 0.0)
         if not isinstance(intercept, (int, float)) or isinstance(intercept, bool) or not np.isfinite(intercept):
             raise CombinerError(f"{where}: field 'intercept' is {intercept!r}, not a finite number")
+        if data["kind"] in POWERS and (min(weights.values()) < 0 or abs(sum(weights.values()) - 1.0) > 1e-9):
+            raise CombinerError(f"{where}: a power mean's weights must be >= 0 and sum to 1, got {dict(weights)}")
         return cls(kind=data["kind"], weights={str(k): float(v) for k, v in weights.items()},
                    intercept=float(intercept), setting=dict(data.get("setting", {})),
                    selection=dict(data.get("selection", {})))
@@ -164,6 +192,14 @@ def fit_mean(units: Sequence[Unit]) -> Combiner:
     """Every member weighted ``1 / n_members`` (nothing is read from the sets but the member names)."""
     members = _members_of(units)
     return Combiner("mean", {m: 1.0 / len(members) for m in members})
+
+
+def fit_power_mean(units: Sequence[Unit], kind: str) -> Combiner:
+    """The power mean ``kind`` (a key of :data:`POWERS`), every member weighted ``1 / n_members``."""
+    if kind not in POWERS:
+        raise CombinerError(f"unknown power mean {kind!r}; power means: {', '.join(POWERS)}")
+    members = _members_of(units)
+    return Combiner(kind, {m: 1.0 / len(members) for m in members}, setting={"p": POWERS[kind]})
 
 
 def member_agreements(units: Sequence[Unit]) -> dict[str, float]:
@@ -215,6 +251,8 @@ def fit_ridge(units: Sequence[Unit], alpha: float) -> Combiner:
 def _fit(kind: str, units: Sequence[Unit], value: float | None) -> Combiner:
     if kind == "mean":
         return fit_mean(units)
+    if kind in POWERS:
+        return fit_power_mean(units, kind)
     if kind == "mme_crs":
         return fit_mme_crs(units, value)
     if kind == "ridge":
@@ -224,10 +262,13 @@ def _fit(kind: str, units: Sequence[Unit], value: float | None) -> Combiner:
 
 def fit_candidate(kind: str, units: Sequence[Unit], grid: Sequence[float] | None = None) -> Combiner:
     """Candidate ``kind`` fitted on ``units``, its setting chosen from ``grid`` (default :data:`GRIDS`) by
-    leave-one-set-out inside ``units`` (see the module docstring); ``mean`` has no setting."""
+    leave-one-set-out inside ``units`` (see the module docstring); ``mean`` and the power means have no setting to
+    choose."""
     members = _members_of(units)
     if kind == "mean":
         return fit_mean(units)
+    if kind in POWERS:
+        return fit_power_mean(units, kind)
     if kind not in GRIDS:
         raise CombinerError(f"unknown combiner {kind!r}; candidates: {', '.join(CANDIDATES)}")
     values = tuple(GRIDS[kind] if grid is None else grid)

@@ -1,11 +1,13 @@
 """The shipped combination: for each member set, the candidate the leave-one-out chose, refitted on every training
 set, and the checkpoint config that holds it (:class:`~.checkpoint.EnsembleConfig`).
 
-:func:`fit_member_set` runs the leave-one-out of one member set (:func:`~.loo.leave_one_out`), takes the candidate
-with the highest mean over the held-out sets and fits it on all the set's training units (its setting chosen again
-by leave-one-set-out over all of them); the dialogue-level combiner is the turn-level one carried to the dialogue
-members (:func:`~.members.dialogue_combiner`) where every member has a dialogue form. :func:`build_config` puts the
-member sets, the members (with their identities at fitting time) and their calibrations in one config.
+:func:`fit_member_set` fits every candidate on all the set's training units (a setting chosen by leave-one-set-out
+over all of them), checks each refitted candidate against the sanity bar (:func:`~.checks.sanity_check`), runs the
+leave-one-out (:func:`~.loo.leave_one_out`) and ships the candidate with the highest mean over the held-out sets
+among those that cleared the bar (among all of them where none did, which the record says); the dialogue-level
+combiner is the turn-level one carried to the dialogue members (:func:`~.members.dialogue_combiner`) where every
+member has a dialogue form. :func:`build_config` puts the member sets, the members (with their identities at
+fitting time) and their calibrations in one config.
 """
 
 from __future__ import annotations
@@ -15,22 +17,38 @@ from dataclasses import asdict
 from typing import Any
 
 from .checkpoint import EnsembleConfig, MemberSetConfig
-from .combiners import CANDIDATES, fit_candidate
+from .checks import sanity_check
+from .combiners import CANDIDATES, Combiner, fit_candidate
 from .loo import LooReport, leave_one_out
 from .members import dialogue_combiner
-from .pipeline import Prepared, member_set_data
+from .pipeline import MemberSetData, Prepared, member_set_data
 
-__all__ = ["build_config", "fit_member_set", "member_costs"]
+__all__ = ["build_config", "fit_member_set", "measure_member_set", "member_costs"]
+
+
+def measure_member_set(prepared: Prepared, name: str, members: Sequence[str], *,
+                       candidates: Sequence[str] = CANDIDATES, n_boot: int = 1000, seed: int = 0
+                       ) -> tuple[LooReport, dict[str, Combiner], MemberSetData]:
+    """Every candidate refitted on all training units and checked against the sanity bar, then the leave-one-out,
+    which chooses among those that cleared it (module docstring): the report (its ``checks`` filled), the refitted
+    candidates and the member set's data."""
+    data = member_set_data(prepared, members)
+    refitted = {kind: fit_candidate(kind, [u for _, u in data.units]) for kind in candidates}
+    checks = sanity_check(prepared, data.members, refitted)
+    report = leave_one_out(data, prepared.turn_calibration, prepared.dialogue_calibration, member_set=name,
+                           candidates=candidates, admissible=checks["passing"] or None, n_boot=n_boot, seed=seed,
+                           specs=prepared.specs)
+    report.checks = checks
+    return report, refitted, data
 
 
 def fit_member_set(prepared: Prepared, name: str, members: Sequence[str], *, candidates: Sequence[str] = CANDIDATES,
                    n_boot: int = 1000, seed: int = 0) -> tuple[MemberSetConfig, LooReport]:
-    """One member set's leave-one-out report and its refitted combiners (module docstring)."""
-    data = member_set_data(prepared, members)
-    report = leave_one_out(data, prepared.turn_calibration, prepared.dialogue_calibration, member_set=name,
-                           candidates=candidates, n_boot=n_boot, seed=seed, specs=prepared.specs)
+    """One member set's leave-one-out report and its shipped combiners (module docstring)."""
+    report, refitted, data = measure_member_set(prepared, name, members, candidates=candidates, n_boot=n_boot,
+                                                seed=seed)
     units = [u for _, u in data.units]
-    turn = fit_candidate(report.chosen, units)
+    turn = refitted[report.chosen]
     has_dialogue = all("dialogue" in prepared.specs[m].levels for m in data.members)
     dialogue = dialogue_combiner(turn, prepared.specs) if has_dialogue else None
     s = report.summary
@@ -41,9 +59,20 @@ def fit_member_set(prepared: Prepared, name: str, members: Sequence[str], *, can
                 "candidate_mean_out_of_domain": s["candidate_mean_out_of_domain"], "member_mean": s["member_mean"],
                 "best_member": s["best_member"], "margin_over_best_member": s["margin_over_best_member"],
                 "wins": s["wins"]},
+        "checks": _checks_record(report),
     }
     return MemberSetConfig(name, tuple(data.members), data.dialogue_members if has_dialogue else (),
                            any(prepared.specs[m].reads_references for m in data.members), turn, dialogue, extra), report
+
+
+def _checks_record(report: LooReport) -> dict[str, Any]:
+    """What the checkpoint keeps of the sanity bar: whether it applied, the chosen combiner's accuracies and which
+    candidates cleared it."""
+    c = report.checks
+    if not c.get("applies"):
+        return {"applies": False, "why": c.get("why")}
+    return {"applies": True, "set": c["set"], "bar": c["bar"], "required": c["required"], "passing": c["passing"],
+            "met": report.chosen in c["passing"], "chosen_accuracy": c["combiners"][report.chosen]}
 
 
 def member_costs(prepared: Prepared) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,8 @@ sets.
 
 One figure per (cell, column): ``(Pearson + Spearman) / 2`` with the cell's human target; a member's column is its
 raw score (as the member alone is used). The report (:class:`LooReport`) holds, per candidate, the mean over the
-cells and over the cells where no member is in-domain; the candidate with the highest mean (``chosen``); how many
+cells and over the cells where no member is in-domain; the candidate with the highest mean among the admissible ones
+(``chosen``; ``admissible``: the candidates that cleared the sanity bar of :mod:`.checks`, all where None); how many
 cells it wins against each member; and per cell a paired bootstrap 95% CI of (chosen - the cell's best member), from
 :func:`dialeval.evaluation.stats.relative_average_gain` on that one cell.
 """
@@ -56,11 +57,13 @@ class LooReport:
     chosen: str
     summary: dict[str, Any]
     left_out: dict[str, str] = field(default_factory=dict)
+    #: the sanity bar's measurements of the refitted candidates (:func:`~.checks.sanity_check`; empty: not run)
+    checks: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"member_set": self.member_set, "members": list(self.members), "columns": list(self.columns),
                 "candidates": list(self.candidates), "chosen": self.chosen, "rows": self.rows,
-                "summary": self.summary, "left_out": self.left_out}
+                "summary": self.summary, "left_out": self.left_out, "checks": self.checks}
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -70,11 +73,14 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 def leave_one_out(data: MemberSetData, turn_cal: Mapping[str, EmpiricalCdf],
                   dialogue_cal: Mapping[str, EmpiricalCdf], *, member_set: str = "custom",
-                  candidates: Sequence[str] = CANDIDATES, n_boot: int = 1000, seed: int = 0,
-                  specs: Mapping[str, MemberSpec] = MEMBERS) -> LooReport:
+                  candidates: Sequence[str] = CANDIDATES, admissible: Sequence[str] | None = None,
+                  n_boot: int = 1000, seed: int = 0, specs: Mapping[str, MemberSpec] = MEMBERS) -> LooReport:
     """The leave-one-out report of one member set (module docstring)."""
     if not data.cells:
         raise ValueError(f"member set {member_set}: no held-out set it can score")
+    eligible = tuple(candidates) if admissible is None else tuple(k for k in candidates if k in admissible)
+    if not eligible:
+        raise ValueError(f"member set {member_set}: no admissible candidate among {', '.join(candidates)}")
     columns = tuple(dict.fromkeys([*data.members, *data.dialogue_members]))
     rows: list[dict[str, Any]] = []
     combined: list[dict[str, np.ndarray]] = []
@@ -95,7 +101,7 @@ def leave_one_out(data: MemberSetData, turn_cal: Mapping[str, EmpiricalCdf],
         rows.append(row)
         combined.append(scores)
     means = {k: _mean([r["candidates"][k] for r in rows]) for k in candidates}
-    chosen = max(candidates, key=lambda k: -np.inf if means[k] is None else means[k])
+    chosen = max(eligible, key=lambda k: -np.inf if means[k] is None else means[k])
     out_of_domain = [r for r in rows if not r["in_domain"]]
     member_means = {m: _mean([r["members"][m] for r in rows]) for m in columns}
     member_cells = {m: sum(r["members"][m] is not None for r in rows) for m in columns}
@@ -114,6 +120,7 @@ def leave_one_out(data: MemberSetData, turn_cal: Mapping[str, EmpiricalCdf],
     summary = {
         "n_sets": len(rows),
         "candidate_mean": means,
+        "admissible": list(eligible),
         "candidate_mean_out_of_domain": {k: _mean([r["candidates"][k] for r in out_of_domain]) for k in candidates},
         "member_mean": member_means,
         "member_mean_out_of_domain": {m: _mean([r["members"][m] for r in out_of_domain]) for m in columns},

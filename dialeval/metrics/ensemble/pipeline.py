@@ -3,8 +3,9 @@ and ``dialeval ensemble loo``.
 
 1. :func:`build_jobs`: the item sets (:mod:`.sets`) and which members score each: every member the calibration set
    of its kind (turn members that read no reference: DailyDialog validation; members that read one: DailyDialog++
-   dev; dialogue forms: DailyDialog validation dialogues), and every human-rated set it can score (a member that
-   reads references only the sets that have them);
+   dev; dialogue forms: DailyDialog validation dialogues), every human-rated set it can score (a member that
+   reads references only the sets that have them), and the sanity check set (:func:`~.sets.sanity_check_set`;
+   the turn members that read no reference), on which :mod:`.checks` measures the combiners;
 2. :func:`prepare`: the members' raw scores through the cache (:func:`~.collect.collect_scores`) and each member's
    fixed calibration (:func:`fit_calibrations`), with how well it tells the calibration set's real replies from
    random ones (AUC; the sanity of the scale);
@@ -36,6 +37,7 @@ from .sets import (
     dialogue_calibration,
     load_human_set,
     reference_calibration,
+    sanity_check_set,
     training_sets,
     turn_calibration,
 )
@@ -70,6 +72,8 @@ class Prepared:
     settings: FitSettings
     specs: dict[str, MemberSpec]
     calibration_sets: dict[str, str] = field(default_factory=dict)
+    #: the key of the sanity check set in ``tables`` (None: not prepared)
+    check_set: str | None = None
 
 
 def _can_score(spec: MemberSpec, item_set: ItemSet) -> bool:
@@ -79,9 +83,9 @@ def _can_score(spec: MemberSpec, item_set: ItemSet) -> bool:
 
 
 def build_jobs(specs: Sequence[MemberSpec], settings: FitSettings, data_dir: str | os.PathLike | None = None
-               ) -> tuple[list[Job], dict[str, str]]:
-    """The jobs (module docstring, step 1) and, per kind of calibration (``turn``, ``reference``, ``dialogue``), the
-    key of its set."""
+               ) -> tuple[list[Job], dict[str, str], str]:
+    """The jobs (module docstring, step 1), per kind of calibration (``turn``, ``reference``, ``dialogue``) the key
+    of its set, and the key of the sanity check set."""
     calibrations = {
         "turn": turn_calibration(data_dir, dialogues=settings.calibration_dialogues, seed=settings.seed),
         "dialogue": dialogue_calibration(data_dir, dialogues=settings.dialogue_calibration_dialogues,
@@ -100,7 +104,9 @@ def build_jobs(specs: Sequence[MemberSpec], settings: FitSettings, data_dir: str
     for h in human.values():
         item_set = load_human_set(h, data_dir)
         jobs.append(Job(item_set, tuple(s.name for s in specs if _can_score(s, item_set))))
-    return [j for j in jobs if j.members], {kind: s.key for kind, s in calibrations.items()}
+    checks = sanity_check_set(data_dir)
+    jobs.append(Job(checks, tuple(s.name for s in specs if _can_score(s, checks))))
+    return [j for j in jobs if j.members], {kind: s.key for kind, s in calibrations.items()}, checks.key
 
 
 def fit_calibrations(tables: ScoreTables, specs: Sequence[MemberSpec], calibration_sets: Mapping[str, str], *,
@@ -134,12 +140,12 @@ def prepare(member_names: Sequence[str], settings: FitSettings, *, data_dir: str
     names = list(dict.fromkeys(member_names))
     names += [m for m in dialogue_members(names, specs) if m not in names]  # e.g. turn_count beside length
     chosen = [specs[m] for m in names]
-    jobs, calibration_sets = build_jobs(chosen, settings, data_dir)
+    jobs, calibration_sets, check_set = build_jobs(chosen, settings, data_dir)
     tables = collect_scores(chosen, jobs, cache, device=device, batch_size=batch_size, recompute=recompute,
                             progress_bar=progress_bar, echo=echo)
     turn, dialogue, aucs = fit_calibrations(tables, chosen, calibration_sets, points=settings.points)
     return Prepared(tables, turn, dialogue, aucs, training_sets(settings.rade_split), HELD_OUT, settings,
-                    {s.name: s for s in chosen}, calibration_sets)
+                    {s.name: s for s in chosen}, calibration_sets, check_set)
 
 
 # -- one member set's training units and held-out cells -----------------------------------------------------------

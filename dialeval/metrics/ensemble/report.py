@@ -4,6 +4,8 @@ Rows are the held-out sets, columns every member and every combiner candidate, c
 a cell where a member of the set is in-domain (trained on that set's own training split) carries ``*``. Below: the
 mean over the sets, the mean over the sets without an in-domain member, the chosen candidate's wins against each
 member, and the last column, the chosen candidate minus the set's best member with its paired bootstrap 95% CI.
+Under the table, the sanity bar (:mod:`.checks`): each member's and each refitted candidate's accuracy per
+perturbation of the check set, and which candidates cleared it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from .loo import LooReport
 __all__ = ["format_costs", "format_loo"]
 
 SHORT = {"bert_ruber_unref": "bru_unref", "context_cosine": "ctx_cos", "utterance_length": "length",
-         "turn_count": "turns", "dynaeval": "dynaeval", "amr_eval": "amr_eval", "mme_crs": "mme_crs"}
+         "turn_count": "turns", "dynaeval": "dynaeval", "amr_eval": "amr_eval", "mme_crs": "mme_crs",
+         "power_0.5": "p=0.5", "power_0.25": "p=0.25", "power_0": "p=0"}
 WIDTH = 9
 LABEL = 31
 
@@ -62,7 +65,28 @@ def format_loo(report: LooReport) -> str:
                  "cells: (Pearson + Spearman) / 2")
     for key, why in report.left_out.items():
         lines.append(f"not scored: {key} ({why})")
+    lines += _format_checks(report)
     return "\n".join(lines)
+
+
+def _format_checks(report: LooReport) -> list[str]:
+    c = report.checks
+    if not c:
+        return []
+    if not c["applies"]:
+        return [f"sanity bar: not checked ({c['why']}); chosen by the leave-one-out alone"]
+    kinds = c["perturbations"]
+    lines = [f"sanity bar, {c['set']}: at least {c['bar']:.2f} wherever a member reaches it "
+             f"({', '.join(c['required']) or 'nowhere'}); gold over each perturbation, ties one half",
+             f"{'':<{LABEL}} " + " ".join(f"{k[:12]:>12}" for k in kinds)]
+    for name, acc in (*c["members"].items(), *c["combiners"].items()):
+        failing = c["failing"].get(name)
+        verdict = "" if name not in c["combiners"] else ("  clears it" if not failing else
+                                                         f"  misses it ({', '.join(failing)})")
+        lines.append(f"{name:<{LABEL}} " + " ".join(f"{acc[k]:>12.3f}" for k in kinds) + verdict)
+    if not c["passing"]:
+        lines.append("no candidate clears the bar: chosen by the leave-one-out alone")
+    return lines
 
 
 def format_costs(costs: Mapping[str, Mapping[str, Any]]) -> str:

@@ -30,6 +30,11 @@ turn of another dialogue, same contexts); :func:`reference_calibration` -- for m
 candidates = the second positive and the first random negative; :func:`dialogue_calibration` -- DailyDialog
 validation dialogues of at least 3 turns and each one's turns in a random order (speakers stay with positions).
 Draws are seeded; the same arguments give the same items on every machine.
+
+**The sanity check set** (:func:`sanity_check_set`, no human score): ``sanity_turn``'s ``validation`` split (built
+from DailyDialog validation, :mod:`dialeval.benchmarks.sanity`), each row's gold reply followed by its perturbed
+copies, kinds ``gold`` and the perturbation's name. Combiners are checked on it (:mod:`.checks`); its ``test``
+split, which the metric cards report, is never read here.
 """
 
 from __future__ import annotations
@@ -47,11 +52,13 @@ from ...errors import InputError
 from ...perturb import same_text, shuffle_turns
 from ...schema import Dialogue, ScoringItem, normalize_dialogues, normalize_items
 
-__all__ = ["HELD_OUT", "RADE_SETS", "HumanSet", "ItemSet", "dialogue_calibration", "load_human_set",
-           "reference_calibration", "training_sets", "turn_calibration"]
+__all__ = ["HELD_OUT", "RADE_SETS", "SANITY_SPLIT", "HumanSet", "ItemSet", "dialogue_calibration", "load_human_set",
+           "reference_calibration", "sanity_check_set", "training_sets", "turn_calibration"]
 
 RADE_SETS = ("rade_chitchat", "rade_emotion", "rade_persona")
 GRADE_CORPORA = ("convai2", "dailydialog", "empatheticdialogues")
+#: the split of ``sanity_turn`` the combiners are checked on (never its test split)
+SANITY_SPLIT = "validation"
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,8 @@ class ItemSet:
     items: tuple[ScoringItem, ...] = ()
     dialogues: tuple[Dialogue, ...] = ()
     human: np.ndarray | None = None
-    #: ``positive`` / ``negative`` per item of a calibration set (empty for a human set)
+    #: ``positive`` / ``negative`` per item of a calibration set, ``gold`` or the perturbation's name per item of
+    #: the sanity check set (empty for a human set)
     kinds: tuple[str, ...] = ()
     spec: HumanSet | None = None
     content: str = field(default="", compare=False)
@@ -266,3 +274,21 @@ def dialogue_calibration(data_dir: str | os.PathLike | None = None, *, dialogues
         raise InputError(f"dialogue calibration: {err}") from None
     return ItemSet(f"calibration/dialogue/dailydialog_validation/n{dialogues}/seed{seed}", "dialogue",
                    tuple(i for _, i, _ in rows), dialogues=normalized, kinds=tuple(k for _, _, k in rows))
+
+
+def sanity_check_set(data_dir: str | os.PathLike | None = None) -> ItemSet:
+    """``sanity_turn`` (:data:`SANITY_SPLIT`): per row its gold reply, then each perturbed copy, in the benchmark's
+    order (module docstring)."""
+    from ...benchmarks import load_benchmark
+
+    ds = load_benchmark("sanity_turn", split=SANITY_SPLIT, data_dir=data_dir)
+    contexts, responses, ids, kinds = [], [], [], []
+    for row in ds:
+        context = [{"speaker": t["speaker"], "text": t["text"]} for t in row["context"]]
+        for kind, reply in (("gold", row["response"]), *zip(row["kinds"], row["perturbed"])):
+            contexts.append(context)
+            responses.append(reply)
+            ids.append(f"{row['id']}/{kind}")
+            kinds.append(kind)
+    items = _turn_items(contexts, responses, None, f"sanity_turn ({SANITY_SPLIT})")
+    return ItemSet(f"checks/sanity_turn/{SANITY_SPLIT}", "turn", tuple(ids), items=items, kinds=tuple(kinds))
