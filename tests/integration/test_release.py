@@ -3,7 +3,6 @@ fresh virtual environment and, served on 127.0.0.1, scores an example in a real 
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import yaml
 
 from dialeval.hub.release import build_wheel, release, space_examples, space_requirements
 from dialeval.interfaces.space import EXAMPLES_FILE, SPACES, read_examples
+from dialeval.scale.benchmark import free_port
 from dialeval.scoring.registry import metric_spec
 from dialeval.scoring.spec import CombinationExportSpec
 
@@ -120,12 +120,6 @@ def test_a_space_installs_from_its_folder_in_a_fresh_environment(built, tmp_path
 
 
 # -- every Space in a browser ---------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_until_served(url: str, proc: subprocess.Popen, seconds: float = 180) -> None:
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -155,7 +149,7 @@ def _poll(boxes, done, *, seconds: float) -> list[str]:
 def test_each_space_scores_its_first_example_in_a_browser(built, metric, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra")
     space = built.spaces[metric]
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1", GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
                GRADIO_ANALYTICS_ENABLED="False")
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=space, env=env, stdout=subprocess.PIPE,

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from dialeval.scale.benchmark import free_port
+
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
            TOKENIZERS_PARALLELISM="false")
 WORDS = ("the a my your cat dog park house tree river coffee train phone movie dinner music weather weekend "
@@ -136,7 +138,8 @@ SCORE_THREADS = ("--threads", "1")
 
 def accelerate_command(source: Path, output: Path, *extra) -> list:
     return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+            "--num_machines", "1", "--main_process_port", free_port(), "--mixed_precision", "no",
+            "--dynamo_backend", "no",
             "-m", "dialeval", "score", "--metric", "pone", "-i", source, "-o", output, "--chunk-size", "16", "-q",
             *SCORE_THREADS, *extra]
 
