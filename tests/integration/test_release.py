@@ -108,8 +108,9 @@ def test_a_space_installs_from_its_folder_in_a_fresh_environment(built, tmp_path
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
     space = built.spaces["grade"]
-    proc = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-r", "requirements.txt"], cwd=space,
-                          capture_output=True, text=True)
+    # --no-compile: no bytecode written at install time (Python compiles on import); it was most of the install's CPU
+    proc = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-compile", "-r", "requirements.txt"],
+                          cwd=space, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     code = ("import runpy; from dialeval.interfaces.space import SPACES; runpy.run_path('app.py'); "
             "print(SPACES['grade'].answer('Want lunch?\\nYes!', 'Sure, pizza?'))")
