@@ -64,14 +64,15 @@ add_train_commands(train_app, recipes())
 # ``dialeval train-speed <metric>``: the same recipe flags, plus what the benchmark measures.
 speed_app = typer.Typer(no_args_is_help=True, help=(
     "Time optimizer steps of a recipe's real batches under several settings (precision, threads, batch size, "
-    "length bucketing), round-robin in one process; prints steps/s, examples/s and the ratio to the first setting."))
+    "length bucketing, frozen-layer cache, fused optimizer), round-robin in one process; prints steps/s, examples/s and the ratio to the first setting."))
 
 _SPEED_PARAMS = {
     "settings": (str, typer.Option(
         "fp32,bf16,fp32+bucket,bf16+bucket", "--settings",
         help="Comma-separated settings, each parts joined by '+': fp32 or bf16 (autocast), longest (the recipe's "
              "padding) or bucket (the block's rows regrouped by length), threads=N, batch=N, buckets=N (the "
-             "recipe's own --length-buckets N; 0: off). The first is the reference of the ratio.")),
+             "recipe's own --length-buckets N; 0: off), frozen-cache (the recipe's own --frozen-cache, its states kept "
+             "before timing), fused (--fused-optimizer). The first is the reference of the ratio.")),
     "steps": (int, typer.Option(20, "--steps", min=1, help="Timed optimizer steps per setting and round.")),
     "rounds": (int, typer.Option(3, "--rounds", min=1, help="Rounds over all settings (round-robin).")),
     "warmup": (int, typer.Option(1, "--warmup", min=0, help="Untimed steps before each timed block.")),

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -33,8 +32,9 @@ import numpy as np
 
 from ..paths import data_file
 from ..textfiles import jsonl_objects
+from .ports import free_port
 
-__all__ = ["BARE_ENCODER", "ScaleRun", "free_port", "run_scale_benchmark", "synthetic_rows", "write_synthetic"]
+__all__ = ["BARE_ENCODER", "ScaleRun", "run_scale_benchmark", "synthetic_rows", "write_synthetic"]
 
 BARE_ENCODER = "bare_encoder"
 CONTEXT_TURNS = 3
@@ -103,13 +103,6 @@ def _launcher(processes: int) -> list[str]:
     # default, so that two benchmarks (or a benchmark beside another launch) can run at once.
     return [accelerate, "launch", "--multi_gpu", "--num_processes", str(processes), "--num_machines", "1",
             "--main_process_port", str(free_port()), "--mixed_precision", "no", "--dynamo_backend", "no", "-m"]
-
-
-def free_port() -> int:
-    """A TCP port on this machine that nothing listens on now (the system picks it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_one(metric: str, rows: Path, n: int, processes: int, work_dir: Path, *, batch_size: int, chunk_size: int,

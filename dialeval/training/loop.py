@@ -72,6 +72,7 @@ class TrainingArguments:
     step_decay_gamma: float = 0.5
     gradient_accumulation: int = 1
     precision: str = "fp32"  # "fp32" or "bf16" (autocast)
+    fused_optimizer: bool = False  # torch's fused Adam / AdamW kernel: the same update, one pass over all weights
     dataloader_workers: int = 0
     deadline: float | None = None  # time.monotonic() by which state is saved and the loop has returned
     stop_after_steps: int | None = None  # save state and return after this many steps of this call
@@ -96,7 +97,8 @@ def shared_loop_arguments(opts: Any, *, started: float) -> dict[str, Any]:
     ``--max-minutes`` deadline counted from ``started``, the recipe's ``time.monotonic()`` at start)."""
     deadline = None if opts.max_minutes is None else started + 60.0 * opts.max_minutes
     return {"gradient_accumulation": opts.gradient_accumulation, "precision": opts.precision,
-            "dataloader_workers": opts.dataloader_workers, "deadline": deadline}
+            "fused_optimizer": opts.fused_optimizer, "dataloader_workers": opts.dataloader_workers,
+            "deadline": deadline}
 
 
 def shuffled_batches(n_examples: int, *, batch_size: int, gradient_accumulation: int, seed: int
@@ -179,8 +181,9 @@ def _optimizer_and_schedule(model, args: TrainingArguments, learning_rate_of, to
     optimizers = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
     if args.optimizer not in optimizers:
         raise ValueError(f"optimizer must be one of {sorted(optimizers)}, got {args.optimizer!r}")
+    fused = {"fused": True} if args.fused_optimizer else {}
     optimizer = optimizers[args.optimizer](_param_groups(model, args, learning_rate_of),
-                                           betas=tuple(args.adam_betas))
+                                           betas=tuple(args.adam_betas), **fused)
     if args.lr_schedule == "linear":
         return optimizer, get_linear_schedule_with_warmup(optimizer, math.ceil(args.warmup_ratio * total), total)
     if args.lr_schedule == "step":

@@ -168,6 +168,9 @@ class TrainingOptions:
     precision: Literal["fp32", "bf16"] = option("fp32", help="Training precision: fp32, or bf16 autocast on the "
                                                              "training device (slower than fp32 for MiniLM on an "
                                                              "H100).")
+    fused_optimizer: bool = option(False, help="torch's fused Adam / AdamW kernel: the same update, computed in one "
+                                               "pass over all trained weights (faster on the CPU: `dialeval "
+                                               "train-speed` measures it, docs/training.md).")
     dataloader_workers: int = option(0, min=0, help="Processes building batches beside training (0: in the "
                                                     "training process; workers need fork, i.e. Linux).")
 

@@ -14,6 +14,10 @@ A setting (:class:`SpeedSetting`, written ``bf16+bucket+threads=4+batch=32``) ch
 - ``batch=N``: the batch size (the recipe is run again with ``--batch-size N``: its own batches of that size);
 - ``buckets=N``: the recipe's own length bucketing (it is run again with ``--length-buckets N``, 0 for off: its own
   batches of rows of similar length, :mod:`dialeval.training.buckets`), for a recipe that has the option;
+- ``frozen-cache``: the recipe run again with ``--frozen-cache`` (:mod:`dialeval.training.frozen_cache`), for a
+  recipe that has the option; the block's batches first go once through the recipe's loss without gradients, so
+  that the timed steps find their rows' states kept, as every epoch after a run's first does;
+- ``fused``: the loop's optimizer with torch's fused kernel (``--fused-optimizer``);
 - the padding: ``longest``, the recipe's own (every recipe pads each batch to its longest row), or ``bucket``: the
   same rows, sorted by length and cut into batches again (in a shuffled order), so that a batch holds rows of
   similar length. The rows regrouped are all the rows the block uses, ``(warmup + steps) x accumulation`` batches.
@@ -53,6 +57,8 @@ from .prepared import MANIFEST_FILE
 
 PRECISIONS = ("fp32", "bf16")
 PADDINGS = ("longest", "bucket")
+FROZEN_CACHE = "frozen-cache"
+FUSED = "fused"
 DEFAULT_SETTINGS = "fp32,bf16,fp32+bucket,bf16+bucket"
 #: What the loop and the recipes write into a run folder besides the prepared files: not copied for the benchmark.
 RUN_OUTPUTS = ("best", "last_state", "scoring", "stage1", "log.jsonl", "summary.json", "progress.json",
@@ -73,6 +79,8 @@ class SpeedSetting:
     threads: int | None = None
     batch_size: int | None = None
     length_buckets: int | None = None
+    frozen_cache: bool = False
+    fused_optimizer: bool = False
     label: str = field(default="", compare=False)
 
     @property
@@ -88,6 +96,7 @@ class SpeedSetting:
             parts.append(f"batch={self.batch_size}")
         if self.length_buckets is not None:
             parts.append(f"buckets={self.length_buckets}")
+        parts += [name for name, on in ((FROZEN_CACHE, self.frozen_cache), (FUSED, self.fused_optimizer)) if on]
         return "+".join(parts)
 
 
@@ -106,6 +115,10 @@ def parse_setting(text: str) -> SpeedSetting:
             put("precision", part, part)
         elif part in PADDINGS:
             put("padding", part, part)
+        elif part == FROZEN_CACHE:
+            put("frozen_cache", True, part)
+        elif part == FUSED:
+            put("fused_optimizer", True, part)
         elif part.startswith(("threads=", "batch=", "buckets=")):
             key, _, number = part.partition("=")
             if not number.isdigit() or (key == "batch" and int(number) < 1):
@@ -114,7 +127,8 @@ def parse_setting(text: str) -> SpeedSetting:
             put({"threads": "threads", "batch": "batch_size", "buckets": "length_buckets"}[key], int(number), part)
         else:
             raise SpeedBenchmarkError(f"setting {text!r}: unknown part {part!r} (parts: {', '.join(PRECISIONS)}, "
-                                      f"{', '.join(PADDINGS)}, threads=N, batch=N, buckets=N, joined by '+')")
+                                      f"{', '.join(PADDINGS)}, threads=N, batch=N, buckets=N, {FROZEN_CACHE}, {FUSED}, "
+                                      "joined by '+')")
     return SpeedSetting(**values, label="+".join(p.strip() for p in text.split("+")))
 
 
@@ -141,6 +155,8 @@ class SettingResult:
     batch_size: int
     examples_per_step: int
     length_buckets: int | None = None  # the recipe's --length-buckets (None: a recipe without the option)
+    frozen_cache: bool = False  # the recipe ran with --frozen-cache
+    fused_optimizer: bool = False
     steps: int = 0
     seconds: float = 0.0
     round_steps_per_second: list[float] = field(default_factory=list)
@@ -317,10 +333,10 @@ class _Trainer:
     scheduler: Any
 
     @classmethod
-    def build(cls, inputs: LoopInputs) -> _Trainer:
+    def build(cls, inputs: LoopInputs, *, fused_optimizer: bool = False) -> _Trainer:
         from accelerate import Accelerator
 
-        args = inputs.args
+        args = dataclasses.replace(inputs.args, fused_optimizer=inputs.args.fused_optimizer or fused_optimizer)
         device = training_device(args.device)
         model = inputs.model.to(device)
         steps_per_epoch = inputs.batches_per_epoch // max(1, args.gradient_accumulation)
@@ -330,6 +346,18 @@ class _Trainer:
         accelerator = Accelerator(device_placement=False)
         model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
         return cls(inputs, device, model, accelerator, optimizer, scheduler)
+
+    def fill_caches(self, batches: list[Any], *, threads: int) -> None:
+        """One pass of ``batches`` through the recipe's loss without gradients (``frozen-cache``: it keeps their
+        rows' frozen states)."""
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            with torch.no_grad():
+                for batch in batches:
+                    self.inputs.loss_fn(self.model, batch)
+        finally:
+            torch.set_num_threads(before)
 
     def time_block(self, batches: list[Any], *, precision: str, threads: int, warmup: int, steps: int,
                    result: SettingResult) -> None:
@@ -387,40 +415,53 @@ def run_speed_benchmark(run: Callable[[Any], Any], opts: Any, settings: Sequence
     with tempfile.TemporaryDirectory(prefix="dialeval-train-speed-") as work:
         if not copy_prepared(opts.output_dir, Path(work)):
             echo(f"{opts.output_dir} holds no prepared.json: the recipe prepares into a temporary folder first")
-        trainers: dict[tuple[int, int | None], _Trainer] = {}
-        batch_sets: dict[tuple[int, int | None, str], _Batches] = {}
-        results = []
+        trainers: dict[tuple, _Trainer] = {}
+        batch_sets: dict[tuple, _Batches] = {}
+        results, keys = [], []
         recipe_buckets = getattr(opts, "length_buckets", None)
         for setting in settings:
             size = setting.batch_size or opts.batch_size
             if setting.length_buckets is not None and recipe_buckets is None:
                 raise SpeedBenchmarkError(f"setting {setting.name!r}: buckets=N needs a recipe with --length-buckets; "
                                           f"{metric}'s has none (bucket regroups any recipe's rows)")
+            if setting.frozen_cache and not hasattr(opts, "frozen_cache"):
+                raise SpeedBenchmarkError(f"setting {setting.name!r}: {FROZEN_CACHE} needs a recipe with "
+                                          f"--frozen-cache; {metric}'s has none")
             buckets = recipe_buckets if setting.length_buckets is None else setting.length_buckets
-            key = (size, buckets)
+            cached = setting.frozen_cache or getattr(opts, "frozen_cache", False)
+            key = (size, buckets, cached, setting.fused_optimizer)
             if key not in trainers:
                 echo(f"building {metric}'s model and batches (batch size {size}"
-                     f"{'' if buckets is None else f', length buckets {buckets}'}) with the recipe")
+                     f"{'' if buckets is None else f', length buckets {buckets}'}"
+                     f"{', frozen cache' if cached else ''}{', fused optimizer' if setting.fused_optimizer else ''})"
+                     " with the recipe")
                 changes = {} if buckets is None else {"length_buckets": buckets}
+                if cached:
+                    changes["frozen_cache"] = True
                 variant = dataclasses.replace(opts, output_dir=work, batch_size=size, prepare_only=False,
                                               resume=False, max_minutes=None, **changes)
-                trainers[key] = _Trainer.build(capture_loop_inputs(run, variant))
+                trainers[key] = _Trainer.build(capture_loop_inputs(run, variant),
+                                               fused_optimizer=setting.fused_optimizer)
             if (*key, setting.padding) not in batch_sets:
                 batch_sets[(*key, setting.padding)] = build_batches(trainers[key].inputs, count, setting.padding,
                                                                     seed=opts.seed)
+                if cached:
+                    trainers[key].fill_caches(batch_sets[(*key, setting.padding)].collated,
+                                              threads=setting.threads or default_threads)
+            keys.append(key)
             built = batch_sets[(*key, setting.padding)]
             tokens = built.tokens
             results.append(SettingResult(
                 setting=setting.name, precision=setting.precision, padding=setting.padding,
                 threads=default_threads if setting.threads is None else setting.threads, batch_size=size,
-                examples_per_step=size * accumulate, length_buckets=buckets,
+                examples_per_step=size * accumulate, length_buckets=buckets, frozen_cache=cached,
+                fused_optimizer=setting.fused_optimizer,
                 tokens_per_row=None if tokens is None else tokens[0],
                 real_tokens_per_row=None if tokens is None else tokens[1], collate_ms_per_batch=built.collate_ms,
                 observed_rows_per_batch=sorted({n for n in built.rows if n is not None})))
         device = next(iter(trainers.values())).device
         for number in range(rounds):
-            for setting, result in zip(settings, results):
-                key = (result.batch_size, result.length_buckets)
+            for setting, result, key in zip(settings, results, keys):
                 trainers[key].time_block(
                     batch_sets[(*key, setting.padding)].collated, precision=setting.precision,
                     threads=result.threads or torch.get_num_threads(), warmup=warmup, steps=steps, result=result)

@@ -43,9 +43,12 @@ from .modeling_shared import (
     add_adapters,
     base_encoder_state_dict,
     bert_weights,
+    frozen_layer_count,
+    frozen_layer_states,
     init_adapter,
     is_adapter_weight,
     masked_mean,
+    top_layer_states,
 )
 
 _ENCODER_PREFIX = "encoder."
@@ -236,14 +239,37 @@ class GradeModel(SmallCheckpointMixin, GradePreTrainedModel):
 
     # -- forward ------------------------------------------------------------------------------------------------------
 
+    def frozen_layers(self) -> int:
+        """Encoder layers below the fine-tuned top ones, which training leaves as they are (none with adapters,
+        which sit in every layer): the ones :meth:`frozen_states` runs, after the frozen embeddings."""
+        if self.config.trainable_encoder_layers < 0:
+            raise ValueError("trainable_encoder_layers=-1 trains every encoder weight: no state is frozen")
+        return 0 if self.config.lora_rank > 0 else frozen_layer_count(self.encoder,
+                                                                      self.config.trainable_encoder_layers)
+
+    def frozen_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                      token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """The encoder's hidden states [B, L, H] after its embeddings and :meth:`frozen_layers` lower layers,
+        computed without dropout: training may compute them once per text and pass them back as ``frozen_states``
+        (:meth:`forward`); the fine-tuned top layers then run from them."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        return frozen_layer_states(self.encoder, self.frozen_layers(), input_ids, attention_mask, token_type_ids)
+
     def encode_text(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                    token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+                    token_type_ids: torch.Tensor | None = None, frozen_states: torch.Tensor | None = None
+                    ) -> torch.Tensor:
         """``Linear(pooled last hidden states)``: [B, text_dim]. ``config.pooling``: ``cls``, the ``[CLS]`` state;
         ``mean``, the masked mean over the tokens (special tokens included, as the sentence encoder's own pooling);
         ``pair``, ``[u, v, u*v, |u-v|]`` of the means over the context (token type 0, ``[CLS]`` and its ``[SEP]``
-        included) and the response (token type 1) tokens."""
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+        included) and the response (token type 1) tokens. ``frozen_states``: the input's :meth:`frozen_states`, to
+        run only the fine-tuned top layers."""
+        if frozen_states is None:
+            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
+                                  token_type_ids=token_type_ids).last_hidden_state
+        else:
+            mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
+            hidden = top_layer_states(self.encoder, self.frozen_layers(), frozen_states, mask)
         pooling = self.config.pooling
         if pooling == "cls":
             return self.text_proj(hidden[:, 0])
@@ -315,6 +341,7 @@ class GradeModel(SmallCheckpointMixin, GradePreTrainedModel):
         edge_index: torch.Tensor | None = None,
         edge_weight: torch.Tensor | None = None,
         return_dict: bool | None = None,
+        frozen_states: torch.Tensor | None = None,
         **kwargs,
     ) -> GradeOutput | tuple[torch.Tensor, torch.Tensor]:
         r"""
@@ -322,12 +349,14 @@ class GradeModel(SmallCheckpointMixin, GradePreTrainedModel):
             input_ids, attention_mask, token_type_ids: ``[CLS] context [SEP] response [SEP]``, [B, L].
             node_features: float [B, N, 3, D]; node_mask: bool [B, N]; edge_index: long [2, E] into the flattened
                 B*N node positions; edge_weight: float [E] = 1/hop. Required when ``config.use_graph``.
+            frozen_states: the text's :meth:`frozen_states` [B, L, H] (training reuses them): only the fine-tuned
+                top encoder layers run.
 
         Returns:
             [`GradeOutput`] with ``score`` [B] in (0, 1) and ``logits`` [B].
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        x = self.encode_text(input_ids, attention_mask, token_type_ids)
+        x = self.encode_text(input_ids, attention_mask, token_type_ids, frozen_states)
         if self.config.use_graph:
             if node_features is None:
                 raise ValueError("GradeModel with use_graph=True needs node_features (and node_mask, edge_index)")

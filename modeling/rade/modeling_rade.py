@@ -26,11 +26,14 @@ from .modeling_shared import (
     SmallCheckpointMixin,
     add_adapters,
     bert_weights,
+    frozen_layer_count,
+    frozen_layer_states,
     init_adapter,
     is_adapter_weight,
     masked_mean,
     package_weights,
     top_layer_prefixes,
+    top_layer_states,
 )
 
 _ENCODER_PREFIX = "encoder."
@@ -112,17 +115,41 @@ class RadeModel(SmallCheckpointMixin, RadePreTrainedModel):
     def _encoder(self) -> nn.Module:
         return self.encoder if self.config.backbone == "bert" else self.seq2seq.get_encoder()
 
+    def frozen_layers(self) -> int:
+        """Encoder layers below the trained top ones (`"bert"` backbone): the ones :meth:`frozen_states` runs."""
+        if self.config.backbone != "bert":
+            raise ValueError("frozen encoder states are for the 'bert' backbone")
+        return frozen_layer_count(self.encoder, self.config.trainable_encoder_layers)
+
+    def frozen_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                      token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """The encoder's hidden states [B, L, H] after its embeddings and :meth:`frozen_layers` lower layers, which
+        training leaves as they are, computed without dropout: training may compute them once per text and pass
+        them back to :meth:`forward` (``frozen_states`` for the evaluator's input, ``context_frozen_states`` for the
+        decoder's context); the trained top layers then run from them."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        return frozen_layer_states(self.encoder, self.frozen_layers(), input_ids, attention_mask, token_type_ids)
+
+    def _last_hidden(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, frozen_states: torch.Tensor | None,
+                     **kwargs) -> torch.Tensor:
+        if frozen_states is None:
+            return self._encoder()(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+        return top_layer_states(self.encoder, self.frozen_layers(), frozen_states, attention_mask)
+
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-               token_type_ids: torch.Tensor | None = None, segment_ids: torch.Tensor | None = None) -> torch.Tensor:
+               token_type_ids: torch.Tensor | None = None, segment_ids: torch.Tensor | None = None,
+               frozen_states: torch.Tensor | None = None) -> torch.Tensor:
         """The regressor's input from the encoder's last hidden states: their masked mean ([B, hidden]) with
         ``pooling="mean"``; with ``"segments"`` the masked means ``c``, ``r``, ``x`` of the context, reference and
         candidate tokens (``segment_ids`` 0, 1, 2; -1 for none), each scaled to unit length, joined as
         ``[c, r, x, c*r, c*x, r*x]`` and the cosines ``cos(c, x)``, ``cos(r, x)``, ``cos(c, r)``;
-        ``[c, x, c*x, cos(c, x)]`` without a reference."""
+        ``[c, x, c*x, cos(c, x)]`` without a reference. ``frozen_states``: the input's :meth:`frozen_states`, to run
+        only the trained top layers."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         kwargs = {"token_type_ids": token_type_ids} if self.config.backbone == "bert" else {}
-        hidden = self._encoder()(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+        hidden = self._last_hidden(input_ids, attention_mask, frozen_states, **kwargs)
         if self.config.pooling == "mean":
             return masked_mean(hidden, attention_mask.bool())
         if segment_ids is None:
@@ -145,8 +172,10 @@ class RadeModel(SmallCheckpointMixin, RadePreTrainedModel):
         return low + (high - low) * torch.sigmoid(self.regressor(pooled))
 
     def generation_loss(self, context_input_ids: torch.Tensor, context_attention_mask: torch.Tensor | None,
-                        reference_labels: torch.Tensor) -> torch.Tensor:
-        """Mean token NLL of the reference given the context."""
+                        reference_labels: torch.Tensor, context_frozen_states: torch.Tensor | None = None
+                        ) -> torch.Tensor:
+        """Mean token NLL of the reference given the context (``context_frozen_states``: the context's
+        :meth:`frozen_states`, to run only the encoder's trained top layers)."""
         if context_attention_mask is None:
             context_attention_mask = torch.ones_like(context_input_ids)
         if self.config.backbone == "seq2seq":
@@ -155,7 +184,7 @@ class RadeModel(SmallCheckpointMixin, RadePreTrainedModel):
         if not self.config.use_decoder:
             raise ValueError("this RADE checkpoint was saved for scoring, without its decoder: no generation loss "
                              "(train from a run's best/ checkpoint, which keeps it)")
-        memory = self.encoder(input_ids=context_input_ids, attention_mask=context_attention_mask).last_hidden_state
+        memory = self._last_hidden(context_input_ids, context_attention_mask, context_frozen_states)
         decoder_ids = reference_labels.masked_fill(reference_labels < 0, self.config.encoder_config["pad_token_id"])
         return self.decoder(input_ids=decoder_ids, attention_mask=(reference_labels >= 0).long(),
                             encoder_hidden_states=memory, encoder_attention_mask=context_attention_mask,
@@ -165,13 +194,15 @@ class RadeModel(SmallCheckpointMixin, RadePreTrainedModel):
                 token_type_ids: torch.Tensor | None = None, segment_ids: torch.Tensor | None = None,
                 context_input_ids: torch.Tensor | None = None,
                 context_attention_mask: torch.Tensor | None = None, reference_labels: torch.Tensor | None = None,
+                frozen_states: torch.Tensor | None = None, context_frozen_states: torch.Tensor | None = None,
                 **kwargs) -> RadeOutput:
-        scores = self.score(self.encode(input_ids, attention_mask, token_type_ids, segment_ids))
+        scores = self.score(self.encode(input_ids, attention_mask, token_type_ids, segment_ids, frozen_states))
         loss = None
         if reference_labels is not None:
             if context_input_ids is None:
                 raise ValueError("reference_labels need context_input_ids (the decoder generates from the context)")
-            loss = self.generation_loss(context_input_ids, context_attention_mask, reference_labels)
+            loss = self.generation_loss(context_input_ids, context_attention_mask, reference_labels,
+                                        context_frozen_states)
         return RadeOutput(scores=scores, generation_loss=loss)
 
     # -- partial fine-tuning and small checkpoints ---------------------------------------------------------------

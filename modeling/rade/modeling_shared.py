@@ -15,6 +15,8 @@ What it holds:
   :func:`init_adapter` for a model's ``_init_weights`` and :func:`is_adapter_weight`, the one test of whether a
   parameter name is an adapter's (the :data:`ADAPTER_PREFIX`);
 * :func:`masked_mean`, the pooling the models share;
+* the frozen lower layers of an encoder run apart from the trained top ones (:func:`frozen_layer_count`,
+  :func:`frozen_layer_states`, :func:`top_layer_states`), so that training can reuse their outputs;
 * the weights of a base encoder package (:func:`package_weights`) renamed into a model (:func:`bert_weights`,
   :func:`base_encoder_state_dict`);
 * :class:`SmallCheckpointMixin`: save only what training changed, and complete such a checkpoint from the base
@@ -110,6 +112,52 @@ def add_adapters(encoder: nn.Module, layers: int, rank: int, alpha: float) -> in
         setattr(encoder.get_submodule(parent_name), child,
                 LoRALinear(old.in_features, old.out_features, rank, alpha, bias=old.bias is not None))
     return len(targets)
+
+
+def frozen_layer_count(encoder: nn.Module, trainable_layers: int) -> int:
+    """Layers of the ``BertModel`` ``encoder`` below its top ``trainable_layers`` (0 for ``trainable_layers < 0``:
+    every layer trains)."""
+    n = len(encoder.encoder.layer)
+    return 0 if trainable_layers < 0 else max(0, n - trainable_layers)
+
+
+@torch.no_grad()
+def frozen_layer_states(encoder: nn.Module, frozen_layers: int, input_ids: torch.Tensor,
+                        attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+    """The hidden states [B, L, H] of the ``BertModel`` ``encoder`` after its embeddings and its lower
+    ``frozen_layers`` layers, computed with those modules in eval mode (no dropout), so that a text always gets the
+    same states: training may compute them once per text and go on from them with :func:`top_layer_states`."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    modules = [encoder.embeddings, *encoder.encoder.layer[:frozen_layers]]
+    modes = [m.training for m in modules]
+    try:
+        for m in modules:
+            m.eval()
+        hidden = encoder.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+        mask = create_bidirectional_mask(config=encoder.config, inputs_embeds=hidden, attention_mask=attention_mask)
+        for layer in encoder.encoder.layer[:frozen_layers]:
+            hidden = layer(hidden, mask)
+    finally:
+        for m, mode in zip(modules, modes):
+            m.train(mode)
+    return hidden
+
+
+def top_layer_states(encoder: nn.Module, frozen_layers: int, states: torch.Tensor,
+                     attention_mask: torch.Tensor) -> torch.Tensor:
+    """The last hidden states of the ``BertModel`` ``encoder`` from ``states``, what :func:`frozen_layer_states`
+    gives for its lower ``frozen_layers`` layers: the layers above them, in the encoder's own mode."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    if states.shape[:2] != attention_mask.shape:
+        raise ValueError(f"frozen_states {tuple(states.shape)} do not fit the input's shape "
+                         f"{tuple(attention_mask.shape)}")
+    mask = create_bidirectional_mask(config=encoder.config, inputs_embeds=states, attention_mask=attention_mask)
+    hidden = states
+    for layer in encoder.encoder.layer[frozen_layers:]:
+        hidden = layer(hidden, mask)
+    return hidden
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

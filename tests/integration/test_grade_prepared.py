@@ -127,3 +127,16 @@ def test_a_run_cut_mid_way_resumes_with_batch_workers_to_the_uninterrupted_weigh
     assert summary["finished"] is True and summary["steps"] == 3
     assert [h["step"] for h in summary["history"]] == [1, 2, 3]
     assert _weights(cut) == _weights(in_place)
+
+
+def test_frozen_cache_trains_from_each_texts_states_computed_once(runs, tmp_path):
+    _, prepared, _ = runs
+    cached = tmp_path / "cached"
+    shutil.copytree(prepared, cached)
+    summary = run(GradeTrainingOptions(output_dir=str(cached), frozen_cache=True,
+                                       **{**OPTIONS, "max_steps": 6, "eval_every": 6}))
+    cache = summary["frozen_cache"]
+    assert summary["finished"] and summary["steps"] == 6
+    # each step asks for its 4 positive and 4 negative texts; a text is computed the first time only
+    assert cache["hits"] + cache["misses"] == 6 * 8 and cache["misses"] == cache["rows"]
+    assert cache["hits"] > 0  # a positive text comes once per negative of its context (2 pairs each)

@@ -14,7 +14,7 @@ import yaml
 
 from dialeval.hub.release import build_wheel, release, space_examples, space_requirements
 from dialeval.interfaces.space import EXAMPLES_FILE, SPACES, read_examples
-from dialeval.scale.benchmark import free_port
+from dialeval.scale.ports import free_port
 from dialeval.scoring.registry import metric_spec
 from dialeval.scoring.spec import CombinationExportSpec
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dialeval.scale.benchmark import free_port
+from dialeval.scale.ports import free_port
 
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
            TOKENIZERS_PARALLELISM="false")

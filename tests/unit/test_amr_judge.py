@@ -326,15 +326,14 @@ threading.Event().wait()
 def test_a_thousand_items_complete_with_the_server_killed_and_restarted_mid_run(tmp_path, monkeypatch):
     """The issue's resilience goal: the server is a separate process, SIGKILLed once 300 answers are in the cache and
     started again on the same port; the one run completes every item, in order, each answered and stored once."""
-    import socket
     import subprocess
     import sys
     from pathlib import Path
 
+    from dialeval.scale.ports import free_port
+
     monkeypatch.setenv(KEY_ENV, KEY)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
 
     def start_server() -> subprocess.Popen:
         proc = subprocess.Popen([sys.executable, "-c", _SERVER_PROCESS, str(Path(__file__).parent), str(port)],

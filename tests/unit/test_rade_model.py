@@ -75,6 +75,34 @@ def test_generation_loss_trains_the_decoder_to_the_reference():
     assert model.decoder.cls.predictions.decoder.weight is model.decoder.bert.embeddings.word_embeddings.weight
 
 
+def test_the_trained_layers_run_from_frozen_states_as_the_whole_encoder_runs():
+    model = tiny_model(trainable_encoder_layers=1)  # of the tiny encoder's 2 layers: layer 0 is frozen
+    assert model.frozen_layers() == 1
+    b = batch()
+    model.train()  # frozen_states runs the frozen layers without dropout even in a training model
+    states = model.frozen_states(b["input_ids"], b["attention_mask"])
+    context = model.frozen_states(b["context_input_ids"], b["context_attention_mask"])
+    assert not states.requires_grad and model.training and model.encoder.encoder.layer[0].training
+    torch.testing.assert_close(states, model.frozen_states(b["input_ids"], b["attention_mask"]))
+    model.eval()
+    with torch.no_grad():
+        whole = model(**b)
+        from_states = model(**b, frozen_states=states, context_frozen_states=context)
+    torch.testing.assert_close(from_states.scores, whole.scores, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(from_states.generation_loss, whole.generation_loss, atol=1e-5, rtol=1e-5)
+    # what they replace: the embeddings and layer 0 (from the embeddings alone the pooled states differ)
+    with torch.no_grad():
+        embedded = model.encoder.embeddings(input_ids=b["input_ids"])
+        pooled = model.encode(b["input_ids"], b["attention_mask"], segment_ids=b["segment_ids"])
+        torch.testing.assert_close(model.encode(b["input_ids"], b["attention_mask"], segment_ids=b["segment_ids"],
+                                                frozen_states=states), pooled, atol=1e-5, rtol=1e-5)
+        assert not torch.allclose(model.encode(b["input_ids"], b["attention_mask"], segment_ids=b["segment_ids"],
+                                               frozen_states=embedded), pooled, atol=1e-2)
+    with pytest.raises(ValueError, match=r"frozen_states \(3, 11, 32\) do not fit the input's shape \(3, 12\)"):
+        model(**b, frozen_states=states[:, :11])
+    assert tiny_model(trainable_encoder_layers=-1).frozen_layers() == 0
+
+
 def test_config_rejects_what_it_cannot_build():
     with pytest.raises(ValueError, match="backbone 'gpt'"):
         RadeConfig(backbone="gpt")

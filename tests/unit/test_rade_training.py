@@ -103,6 +103,7 @@ def test_loss_terms_follow_the_options(tmp_path):
     ({"sets": "chitchat,news"}, "sets must name some of"),
     ({"stage": 1, "ranking": False}, "stage 2 ablations"),
     ({"use_reference": False}, "--no-ranking --no-reference-mse"),
+    ({"frozen_cache": True, "trainable_encoder_layers": -1}, "freezes none"),
 ])
 def test_bad_option_combinations_are_refused(tmp_path, values, message):
     with pytest.raises(TrainingOptionsError, match=message):
@@ -177,3 +178,17 @@ def test_stage2_continues_from_stage1(data, tmp_path):
     assert refused.exit_code == 2 and "trainable_encoder_layers=1 (now 2)" in refused.output, refused.output
     with safe_open(str(ts / "scoring" / "model.safetensors"), "pt") as fh:  # adapters, not the layer
         assert {k.rpartition(".")[2] for k in fh.keys() if k.startswith("encoder.")} == {"lora_A", "lora_B"}
+
+
+def test_frozen_cache_computes_each_row_once_and_later_batches_reuse_it(data, tmp_path):
+    run = tmp_path / "cached"
+    res = invoke(run, "--data-dir", str(data), "--sets", "emotion", "--epochs", "2", "--no-ranking", "--frozen-cache")
+    assert res.exit_code == 0, res.output
+    summary = json.loads((run / "summary.json").read_text())
+    cache, rows_per_epoch = summary["frozen_cache"], summary["steps_per_epoch"] * 4
+    assert summary["finished"] and (run / "scoring" / "model.safetensors").is_file()
+    # every example asks twice (its evaluator input and its context); each distinct row was computed once
+    assert cache["hits"] + cache["misses"] == 2 * 2 * rows_per_epoch
+    assert cache["misses"] == cache["rows"] and cache["hits"] > 0 and cache["tokens"] > 0
+    # a context's two examples (the swapped pair) share its states; every evaluator input is its own row
+    assert rows_per_epoch < cache["rows"] < 2 * summary["examples"]["train"]

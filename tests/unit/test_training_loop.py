@@ -138,6 +138,23 @@ def test_bf16_autocast_trains_and_bad_precision_is_refused(tmp_path):
         _run(tmp_path / "bad", precision="fp8")
 
 
+def test_the_fused_optimizer_takes_the_same_steps_up_to_rounding(tmp_path, monkeypatch):
+    built = []
+
+    class Recorded(torch.optim.AdamW):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            built.append(self.defaults["fused"])
+
+    monkeypatch.setattr(torch.optim, "AdamW", Recorded)
+    model, result = _run(tmp_path / "fused", fused_optimizer=True, stop_after_steps=200)
+    unfused, _ = _run(tmp_path / "loop", stop_after_steps=200)
+    assert built == [True, None]
+    assert result.steps == 200 and not _same(model, _model())
+    for fused, plain in zip(model.state_dict().values(), unfused.state_dict().values()):
+        torch.testing.assert_close(fused, plain, atol=1e-4, rtol=1e-4)
+
+
 def test_more_accumulation_than_batches_is_refused(tmp_path):
     with pytest.raises(ValueError, match="gradient-accumulation"):
         _run(tmp_path, gradient_accumulation=STEPS)

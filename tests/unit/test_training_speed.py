@@ -4,6 +4,7 @@ same rows bucketed with less padding, the first setting the ratio's reference, a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from dialeval.training.speed import (
     format_table,
     parse_settings,
     row_tokens,
+    run_speed_benchmark,
 )
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -42,8 +44,11 @@ def test_settings_parse_in_any_order_and_mistakes_are_named():
     assert second.name == "batch=32+bucket+bf16+threads=4"  # as written
     assert SpeedSetting(precision="bf16", padding="bucket", threads=4, batch_size=32).name == \
         "bf16+bucket+threads=4+batch=32"
+    cached = parse_settings("fused+frozen-cache+bucket")[0]
+    assert cached == SpeedSetting(padding="bucket", frozen_cache=True, fused_optimizer=True)
+    assert dataclasses.replace(cached, label="").name == "fp32+bucket+frozen-cache+fused"
     for text, message in [("fp16", "unknown part 'fp16'"), ("bf16+fp32", "names its precision twice"),
-                          ("batch=0", "above 0"), ("threads=x", "whole number"),
+                          ("batch=0", "above 0"), ("fused+fused", "names its fused_optimizer twice"), ("threads=x", "whole number"),
                           ("fp32,longest", "'fp32' and 'longest' are the same"), (" , ", "no setting")]:
         with pytest.raises(SpeedBenchmarkError, match=message):
             parse_settings(text)
@@ -137,7 +142,7 @@ def test_copy_prepared_leaves_what_training_wrote(prepared, tmp_path):
     assert copy_prepared(tmp_path / "missing", target) is False
 
 
-SETTINGS = "fp32,bf16,bucket,threads=2+batch=2"
+SETTINGS = "fp32,bf16,bucket,threads=2+batch=2,frozen-cache+fused"
 
 
 @pytest.fixture(scope="module")
@@ -169,6 +174,10 @@ def test_every_setting_runs_as_asked_on_rades_real_batches(measured):
     assert results["threads=2+batch=2"]["observed_rows_per_batch"] == [2]
     assert results["fp32"]["observed_rows_per_batch"] == [4] and results["fp32"]["batch_size"] == 4
     # bucketing: the same rows (the same real tokens), batched by length, so less padding
+    # the recipe again with --frozen-cache, the loop's optimizer fused: the same rows
+    cached = results["frozen-cache+fused"]
+    assert cached["frozen_cache"] and cached["fused_optimizer"] and not results["fp32"]["frozen_cache"]
+    assert not results["fp32"]["fused_optimizer"] and cached["tokens_per_row"] == results["fp32"]["tokens_per_row"]
     bucket, longest = results["bucket"], results["fp32"]
     assert bucket["real_tokens_per_row"] == pytest.approx(longest["real_tokens_per_row"])
     assert bucket["tokens_per_row"] < longest["tokens_per_row"]
@@ -182,8 +191,8 @@ def test_the_table_has_a_row_per_setting(measured):
     assert lines[1].split("  ")[0] == "setting" and all(c in lines[1] for c in TABLE_COLUMNS)
     rows = [line.split() for line in lines[2:]]
     assert [r[0] for r in rows] == SETTINGS.split(",")
-    assert [r[4] for r in rows][0] == "1.00" and [r[8] for r in rows] == ["off", "on", "off", "off"]  # ratio, autocast
-    assert [r[9] for r in rows] == ["1", "1", "1", "2"] and [r[10] for r in rows] == ["4", "4", "4", "2"]
+    assert [r[4] for r in rows][0] == "1.00" and [r[8] for r in rows] == ["off", "on", "off", "off", "off"]  # ratio, autocast
+    assert [r[9] for r in rows] == ["1", "1", "1", "2", "1"] and [r[10] for r in rows] == ["4", "4", "4", "2", "4"]
 
 
 def test_a_recipe_without_token_batches_cannot_bucket():
@@ -197,6 +206,15 @@ def test_a_recipe_without_token_batches_cannot_bucket():
     assert build_batches(inputs, 2, "longest", seed=0).tokens is None
     with pytest.raises(SpeedBenchmarkError, match="no attention mask"):
         build_batches(inputs, 2, "bucket", seed=0)
+
+
+def test_frozen_cache_needs_a_recipe_with_the_option(tmp_path):
+    from dialeval.metrics.dynaeval.options import DynaEvalTrainingOptions
+
+    opts = DynaEvalTrainingOptions(output_dir=str(tmp_path / "missing"))
+    with pytest.raises(SpeedBenchmarkError, match="frozen-cache needs a recipe with --frozen-cache; dynaeval's"):
+        run_speed_benchmark(lambda o: None, opts, parse_settings("fp32+frozen-cache"), metric="dynaeval",
+                            echo=lambda line: None)
 
 
 def test_only_recipes_that_train_through_the_loop_have_a_speed_command():

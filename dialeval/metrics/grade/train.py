@@ -66,6 +66,7 @@ from ...training import (
     with_torch_threads,
 )
 from ...training.buckets import length_bucketed_batches
+from ...training.frozen_cache import FrozenStateCache
 from ...training.prepared import ensure_prepared, write_manifest
 from .data import PairTable, build_pairs, context_windows, with_extra_negatives
 from .features import GraphFeaturizer
@@ -253,9 +254,14 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
     def collate(rows: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
         return inputs("train", rows)
 
+    cache = FrozenStateCache(model.frozen_states) if opts.frozen_cache else None
+
     def loss_fn(model, batch) -> torch.Tensor:
         device = next(model.parameters()).device
         pos, neg = (to_device(x, device) for x in batch)
+        if cache is not None:  # --frozen-cache: a text's frozen-layer states are computed once
+            pos, neg = (dict(x, frozen_states=cache.states(x["input_ids"], x["attention_mask"],
+                                                           token_type_ids=x["token_type_ids"])) for x in (pos, neg))
         return pair_loss(model(**pos), model(**neg), opts.loss)
 
     validation: list[tuple[dict[str, Any], dict[str, Any]]] = []  # built at the first evaluation, then reused
@@ -289,7 +295,7 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
     )
     seen = {"device": device_description(training_device(opts.device)),
             "pairs_seen": result.steps * opts.batch_size * opts.gradient_accumulation,
-            "pairs_seen_unit": PAIRS_SEEN_UNIT}
+            "pairs_seen_unit": PAIRS_SEEN_UNIT, **({"frozen_cache": cache.report()} if cache is not None else {})}
     if not result.finished:
         return stopped_summary(out, result, **seen)
     summary = {

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ...training.buckets import LENGTH_BUCKETS_HELP
+from ...training.frozen_cache import FROZEN_CACHE_HELP
 from ...training.options import TrainingOptions, TrainingOptionsError, option
 from .data import RADE_SETS
 from .losses import LossWeights
@@ -52,6 +53,7 @@ class RadeTrainingOptions(TrainingOptions):
     max_reference_length: int = option(64, min=4, help="Tokens of the reference and of the candidate (each) and "
                                                        "of a generated reference.")
     length_buckets: int = option(0, min=0, help=LENGTH_BUCKETS_HELP)
+    frozen_cache: bool = option(False, help=FROZEN_CACHE_HELP)
     pooling: Literal["segments", "mean"] = option(
         "segments", help="Regressor input: segments (the means of the context, reference and candidate tokens with "
                          "their products) or mean (one mean over every token).")
@@ -87,6 +89,9 @@ class RadeTrainingOptions(TrainingOptions):
         if not self.use_reference and self.ranking and self.stage == 2:
             raise TrainingOptionsError("without the reference in the input (--no-reference-input) the model cannot "
                                        "score the reference: add --no-ranking --no-reference-mse")
+        if self.frozen_cache and self.trainable_encoder_layers < 0:
+            raise TrainingOptionsError("--frozen-cache keeps the outputs of the encoder's frozen layers, and "
+                                       "--trainable-encoder-layers -1 freezes none")
         if not self.use_reference and self.reference_mse and self.stage == 2:
             raise TrainingOptionsError("without the reference in the input the reference-score term has nothing "
                                        "to learn from: add --no-reference-mse")

@@ -42,6 +42,7 @@ from ...training import (
     with_torch_threads,
 )
 from ...training.buckets import epoch_batches_for
+from ...training.frozen_cache import FrozenStateCache
 from ...training.prepared import start_run, write_manifest
 from .data import STAGE1_SOURCE, Example, load_examples, save_examples, stage1_examples, stage2_examples
 from .inputs import RadeInputBuilder, base_tokenizer
@@ -206,6 +207,16 @@ def validation_metrics(examples: list[Example], predicted: np.ndarray) -> dict[s
             "val_candidate_mse": float(np.mean((predicted[:, 1] - labels) ** 2))}
 
 
+def with_frozen_states(cache: FrozenStateCache, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``--frozen-cache``: ``batch`` with the ``frozen_states`` of its evaluator inputs and, with the generation
+    inputs, the ``context_frozen_states`` of its contexts (a context of several examples is computed once)."""
+    out = dict(batch, frozen_states=cache.states(batch["input_ids"], batch["attention_mask"],
+                                                 token_type_ids=batch["token_type_ids"]))
+    if "context_input_ids" in batch:
+        out["context_frozen_states"] = cache.states(batch["context_input_ids"], batch["context_attention_mask"])
+    return out
+
+
 @with_torch_threads
 def run(opts: RadeTrainingOptions) -> dict:
     """Prepare (unless ``output_dir`` holds a prepared run) and train RADE; returns a summary (also written to
@@ -225,12 +236,18 @@ def run(opts: RadeTrainingOptions) -> dict:
     batches_per_epoch, epoch_batches = epoch_batches_for(
         lambda: row_lengths(builder, train_examples, opts.generation), len(train_examples), opts)
 
+    cache = FrozenStateCache(model.frozen_states) if opts.frozen_cache else None
+    if cache is not None:
+        model.frozen_layers()  # a seq2seq backbone has none: an error now, not at the first step
+
     def collate(indices: np.ndarray) -> dict[str, torch.Tensor]:
         return batcher.collate([train_examples[i] for i in indices])
 
     def loss_fn(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         batch = on_model_device(model, batch)
         labels = batch.pop("labels")
+        if cache is not None:
+            batch = with_frozen_states(cache, batch)
         output = model(**batch)
         total, _ = rade_loss(output.scores.float(), labels, output.generation_loss, weights)
         return total
@@ -256,7 +273,8 @@ def run(opts: RadeTrainingOptions) -> dict:
                    learning_rate_of=learning_rates(opts))
     device = next(model.parameters()).device
     seen = {"device": device_description(device),
-            "examples_seen": result.steps * opts.batch_size * opts.gradient_accumulation}
+            "examples_seen": result.steps * opts.batch_size * opts.gradient_accumulation,
+            **({"frozen_cache": cache.report()} if cache is not None else {})}
     if not result.finished:
         return stopped_summary(out, result, **seen)
 
