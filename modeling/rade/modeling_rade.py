@@ -186,9 +186,15 @@ class RadeModel(SmallCheckpointMixin, RadePreTrainedModel):
                              "(train from a run's best/ checkpoint, which keeps it)")
         memory = self._last_hidden(context_input_ids, context_attention_mask, context_frozen_states)
         decoder_ids = reference_labels.masked_fill(reference_labels < 0, self.config.encoder_config["pad_token_id"])
-        return self.decoder(input_ids=decoder_ids, attention_mask=(reference_labels >= 0).long(),
-                            encoder_hidden_states=memory, encoder_attention_mask=context_attention_mask,
-                            labels=reference_labels).loss
+        hidden = self.decoder.bert(input_ids=decoder_ids, attention_mask=(reference_labels >= 0).long(),
+                                   encoder_hidden_states=memory, encoder_attention_mask=context_attention_mask,
+                                   use_cache=False).last_hidden_state
+        # position t predicts token t + 1: the vocabulary projection (30k words) only where that token is real,
+        # not on the padding nor after each reference's last token (the loss BertLMHeadModel computes from all)
+        targets = reference_labels[:, 1:]
+        kept = targets >= 0
+        logits = self.decoder.cls(hidden[:, :-1][kept])
+        return nn.functional.cross_entropy(logits.float(), targets[kept])
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, segment_ids: torch.Tensor | None = None,

@@ -103,6 +103,19 @@ def test_the_trained_layers_run_from_frozen_states_as_the_whole_encoder_runs():
     assert tiny_model(trainable_encoder_layers=-1).frozen_layers() == 0
 
 
+def test_the_generation_loss_is_the_decoder_heads_loss_over_the_real_tokens():
+    model = tiny_model()
+    b = batch()
+    with torch.no_grad():
+        memory = model.encoder(input_ids=b["context_input_ids"], attention_mask=b["context_attention_mask"])
+        labels = b["reference_labels"]
+        full = model.decoder(input_ids=labels.clamp(min=0), attention_mask=(labels >= 0).long(),
+                             encoder_hidden_states=memory.last_hidden_state,
+                             encoder_attention_mask=b["context_attention_mask"], labels=labels).loss
+        ours = model.generation_loss(b["context_input_ids"], b["context_attention_mask"], labels)
+    torch.testing.assert_close(ours, full, atol=1e-5, rtol=1e-5)
+
+
 def test_config_rejects_what_it_cannot_build():
     with pytest.raises(ValueError, match="backbone 'gpt'"):
         RadeConfig(backbone="gpt")
