@@ -36,9 +36,8 @@ def measure_member_set(prepared: Prepared, name: str, members: Sequence[str], *,
     refitted = {kind: fit_candidate(kind, [u for _, u in data.units]) for kind in candidates}
     checks = sanity_check(prepared, data.members, refitted)
     report = leave_one_out(data, prepared.turn_calibration, prepared.dialogue_calibration, member_set=name,
-                           candidates=candidates, admissible=checks["passing"] or None, n_boot=n_boot, seed=seed,
-                           specs=prepared.specs)
-    report.checks = checks
+                           candidates=candidates, admissible=checks["passing"] or None, checks=checks,
+                           n_boot=n_boot, seed=seed, specs=prepared.specs)
     return report, refitted, data
 
 

@@ -74,8 +74,10 @@ def _mean(values: Sequence[float | None]) -> float | None:
 def leave_one_out(data: MemberSetData, turn_cal: Mapping[str, EmpiricalCdf],
                   dialogue_cal: Mapping[str, EmpiricalCdf], *, member_set: str = "custom",
                   candidates: Sequence[str] = CANDIDATES, admissible: Sequence[str] | None = None,
-                  n_boot: int = 1000, seed: int = 0, specs: Mapping[str, MemberSpec] = MEMBERS) -> LooReport:
-    """The leave-one-out report of one member set (module docstring)."""
+                  checks: Mapping[str, Any] | None = None, n_boot: int = 1000, seed: int = 0,
+                  specs: Mapping[str, MemberSpec] = MEMBERS) -> LooReport:
+    """The leave-one-out report of one member set (module docstring); ``checks``, the sanity bar's measurements
+    that gave ``admissible`` (:func:`~.checks.sanity_check`), travel with the report."""
     if not data.cells:
         raise ValueError(f"member set {member_set}: no held-out set it can score")
     eligible = tuple(candidates) if admissible is None else tuple(k for k in candidates if k in admissible)
@@ -132,4 +134,5 @@ def leave_one_out(data: MemberSetData, turn_cal: Mapping[str, EmpiricalCdf],
         "margin_over_best_member": (means[chosen] - complete[best_member]) if best_member else None,
         "fewest_wins": min((w["wins"] for m, w in wins.items() if member_cells[m] == len(rows)), default=None),
     }
-    return LooReport(member_set, data.members, columns, tuple(candidates), rows, chosen, summary, data.left_out)
+    return LooReport(member_set, data.members, columns, tuple(candidates), rows, chosen, summary, data.left_out,
+                     dict(checks or {}))
