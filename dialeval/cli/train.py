@@ -64,7 +64,8 @@ add_train_commands(train_app, recipes())
 # ``dialeval train-speed <metric>``: the same recipe flags, plus what the benchmark measures.
 speed_app = typer.Typer(no_args_is_help=True, help=(
     "Time optimizer steps of a recipe's real batches under several settings (precision, threads, batch size, "
-    "length bucketing, frozen-layer cache, fused optimizer), round-robin in one process; prints steps/s, examples/s and the ratio to the first setting."))
+    "length bucketing, frozen-layer cache, fused optimizer), round-robin in one process; prints steps/s, "
+    "examples/s and the ratio to the first setting."))
 
 _SPEED_PARAMS = {
     "settings": (str, typer.Option(

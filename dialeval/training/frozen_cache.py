@@ -8,7 +8,8 @@ them and runs only the trained layers.
 
 The frozen layers then run without dropout (the model's ``frozen_states`` computes them in eval mode, so that a
 text always gets the same states), where a run without the cache draws dropout in them on every step: that is the
-recipe change the option makes, and why it is an option measured on validation, not a default. Validation and
+recipe change the option makes, and why it is an option, measured on validation (docs/training.md), not a
+default. Validation and
 scoring run the whole encoder in eval mode, as before.
 
 Memory: one float32 vector of the hidden size per token kept, 1.5 KB for MiniLM's 384 (RADE's stage 1 on every
@@ -18,7 +19,7 @@ the run: a resumed run fills the cache again as its batches come.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
 

@@ -333,10 +333,10 @@ class _Trainer:
     scheduler: Any
 
     @classmethod
-    def build(cls, inputs: LoopInputs, *, fused_optimizer: bool = False) -> _Trainer:
+    def build(cls, inputs: LoopInputs, *, fused_optimizer: bool) -> _Trainer:
         from accelerate import Accelerator
 
-        args = dataclasses.replace(inputs.args, fused_optimizer=inputs.args.fused_optimizer or fused_optimizer)
+        args = dataclasses.replace(inputs.args, fused_optimizer=fused_optimizer)
         device = training_device(args.device)
         model = inputs.model.to(device)
         steps_per_epoch = inputs.batches_per_epoch // max(1, args.gradient_accumulation)
@@ -429,19 +429,19 @@ def run_speed_benchmark(run: Callable[[Any], Any], opts: Any, settings: Sequence
                                           f"--frozen-cache; {metric}'s has none")
             buckets = recipe_buckets if setting.length_buckets is None else setting.length_buckets
             cached = setting.frozen_cache or getattr(opts, "frozen_cache", False)
-            key = (size, buckets, cached, setting.fused_optimizer)
+            fused = setting.fused_optimizer or opts.fused_optimizer
+            key = (size, buckets, cached, fused)
             if key not in trainers:
                 echo(f"building {metric}'s model and batches (batch size {size}"
                      f"{'' if buckets is None else f', length buckets {buckets}'}"
-                     f"{', frozen cache' if cached else ''}{', fused optimizer' if setting.fused_optimizer else ''})"
+                     f"{', frozen cache' if cached else ''}{', fused optimizer' if fused else ''})"
                      " with the recipe")
                 changes = {} if buckets is None else {"length_buckets": buckets}
                 if cached:
                     changes["frozen_cache"] = True
                 variant = dataclasses.replace(opts, output_dir=work, batch_size=size, prepare_only=False,
                                               resume=False, max_minutes=None, **changes)
-                trainers[key] = _Trainer.build(capture_loop_inputs(run, variant),
-                                               fused_optimizer=setting.fused_optimizer)
+                trainers[key] = _Trainer.build(capture_loop_inputs(run, variant), fused_optimizer=fused)
             if (*key, setting.padding) not in batch_sets:
                 batch_sets[(*key, setting.padding)] = build_batches(trainers[key].inputs, count, setting.padding,
                                                                     seed=opts.seed)
@@ -455,7 +455,7 @@ def run_speed_benchmark(run: Callable[[Any], Any], opts: Any, settings: Sequence
                 setting=setting.name, precision=setting.precision, padding=setting.padding,
                 threads=default_threads if setting.threads is None else setting.threads, batch_size=size,
                 examples_per_step=size * accumulate, length_buckets=buckets, frozen_cache=cached,
-                fused_optimizer=setting.fused_optimizer,
+                fused_optimizer=fused,
                 tokens_per_row=None if tokens is None else tokens[0],
                 real_tokens_per_row=None if tokens is None else tokens[1], collate_ms_per_batch=built.collate_ms,
                 observed_rows_per_batch=sorted({n for n in built.rows if n is not None})))

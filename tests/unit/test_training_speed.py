@@ -48,7 +48,8 @@ def test_settings_parse_in_any_order_and_mistakes_are_named():
     assert cached == SpeedSetting(padding="bucket", frozen_cache=True, fused_optimizer=True)
     assert dataclasses.replace(cached, label="").name == "fp32+bucket+frozen-cache+fused"
     for text, message in [("fp16", "unknown part 'fp16'"), ("bf16+fp32", "names its precision twice"),
-                          ("batch=0", "above 0"), ("fused+fused", "names its fused_optimizer twice"), ("threads=x", "whole number"),
+                          ("batch=0", "above 0"), ("fused+fused", "names its fused_optimizer twice"),
+                          ("threads=x", "whole number"),
                           ("fp32,longest", "'fp32' and 'longest' are the same"), (" , ", "no setting")]:
         with pytest.raises(SpeedBenchmarkError, match=message):
             parse_settings(text)
@@ -191,7 +192,8 @@ def test_the_table_has_a_row_per_setting(measured):
     assert lines[1].split("  ")[0] == "setting" and all(c in lines[1] for c in TABLE_COLUMNS)
     rows = [line.split() for line in lines[2:]]
     assert [r[0] for r in rows] == SETTINGS.split(",")
-    assert [r[4] for r in rows][0] == "1.00" and [r[8] for r in rows] == ["off", "on", "off", "off", "off"]  # ratio, autocast
+    assert [r[4] for r in rows][0] == "1.00"  # ratio
+    assert [r[8] for r in rows] == ["off", "on", "off", "off", "off"]  # autocast
     assert [r[9] for r in rows] == ["1", "1", "1", "2", "1"] and [r[10] for r in rows] == ["4", "4", "4", "2", "4"]
 
 
