@@ -57,13 +57,13 @@ class FrozenStateCache:
         """The states [B, L, H] of the batch ``input_ids`` [B, L] (right-padded: ``attention_mask`` is 1 on a
         row's first tokens, 0 after): the rows not kept yet are computed once each (with the batch's other inputs,
         e.g. ``token_type_ids``, cut to them) and kept; padding positions are zeros. On ``input_ids``' device."""
-        lengths = attention_mask.sum(1).tolist()
+        counts = attention_mask.sum(1, keepdim=True)
         if not torch.equal(attention_mask.bool(), torch.arange(input_ids.shape[1], device=attention_mask.device)
-                           < attention_mask.sum(1, keepdim=True)):
+                           < counts):
             raise ValueError("the frozen-state cache needs right-padded rows (attention_mask 1s, then 0s)")
-        given = {k: v for k, v in inputs.items() if v is not None}
-        keys = [b"|".join(t[i, :lengths[i]].cpu().numpy().tobytes() for t in (input_ids, *given.values()))
-                for i in range(len(lengths))]
+        lengths = counts.squeeze(1).tolist()
+        host = [t.cpu().numpy() for t in (input_ids, *(v for v in inputs.values() if v is not None))]  # one copy
+        keys = [b"|".join(t[i, :lengths[i]].tobytes() for t in host) for i in range(len(lengths))]
         firsts: dict[bytes, int] = {}  # each row not kept yet -> its first place in the batch (computed once)
         for i, key in enumerate(keys):
             if key not in self.rows:
