@@ -18,7 +18,7 @@ are not checked, and the report says so.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -31,7 +31,21 @@ __all__ = ["BAR", "SanityCheck", "check_accuracies", "sanity_check"]
 #: the share of rows on which the gold must beat its perturbed copy (the issue's 0.85)
 BAR = 0.85
 
-SanityCheck = dict[str, Any]
+
+class SanityCheck(TypedDict, total=False):
+    """What :func:`sanity_check` reports (stored as JSON in the fit's report and the checkpoint's config).
+    Without a check set for the members only ``applies`` (False), ``why``, ``bar`` and ``passing`` are set."""
+
+    applies: bool
+    why: str  # why the bar does not apply
+    set: str  # the check set's key
+    bar: float
+    perturbations: list[str]
+    required: list[str]  # the perturbations some member tells apart at the bar
+    members: dict[str, dict[str, float]]  # member -> perturbation -> accuracy
+    combiners: dict[str, dict[str, float]]  # combiner -> perturbation -> accuracy
+    failing: dict[str, list[str]]  # combiner -> the required perturbations it misses
+    passing: list[str]  # the combiners that clear the bar
 
 
 def check_accuracies(scores: np.ndarray, kinds: Sequence[str]) -> dict[str, float]:
