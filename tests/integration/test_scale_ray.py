@@ -10,8 +10,10 @@ from dialeval.scale.ray_data import score_ray_dataset
 
 @pytest.fixture(scope="module")
 def local_cluster():
+    # Ray starts its workers at nice 15: beside another test process they then get a few percent of a core, and
+    # each job here waited minutes for its actor (220 s against 20 s at nice 0, measured on the 2-core machine)
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
-             configure_logging=False)
+             configure_logging=False, _system_config={"worker_niceness": 0})
     yield
     ray.shutdown()
 
