@@ -86,6 +86,9 @@ PAPER_BUDGETS: tuple[PaperBudget, ...] = (
     PaperBudget("rade", 1, RADE_STAGE1_EXAMPLES, 10, "examples",
                 "stage 1: 54,438 DSTC10 examples, 10 epochs"),
     PaperBudget("rade", 2, None, 10, "examples", "stage 2: 10 epochs of the stage's sets"),
+    PaperBudget("amr_eval", None, None, 50, "examples",
+                "the original code's fixed loop of 50 epochs (the paper states none, and its 9,259 DailyDialog++ "
+                "training contexts are not here: 50 epochs of the run's examples)"),
 )
 
 

@@ -66,7 +66,7 @@ def _dead_pid() -> int:
 
 
 def test_the_budgets_table_covers_the_documented_metrics_in_their_units():
-    assert {b.metric for b in PAPER_BUDGETS} == {"grade", "dynaeval", "bert_ruber", "pone", "rade"}
+    assert {b.metric for b in PAPER_BUDGETS} == {"grade", "dynaeval", "bert_ruber", "pone", "rade", "amr_eval"}
     grade = paper_budget("grade")
     assert grade.examples(None, 1, {}) == 2 * DAILYDIALOG_TRAIN_WINDOWS * 5  # fixed: the run's epochs do not count
     assert paper_budget("rade", 1).examples(100, 3, {}) == 54_438 * 10
@@ -74,7 +74,8 @@ def test_the_budgets_table_covers_the_documented_metrics_in_their_units():
     assert paper_budget("dynaeval").examples(1_000, 2, {}) == 20_000
     assert paper_budget("pone").examples(5_000, 10, {"max_positives": 0}) == 50_000
     assert paper_budget("pone").examples(5_000, 10, {"max_positives": 30_000}) is None  # a subsample is not the paper's
-    assert paper_budget("amr_eval") is None
+    assert paper_budget("amr_eval").examples(13_290, 10, {}) == 13_290 * 50  # the original code's 50 epochs
+    assert paper_budget("amr_parser") is None
 
 
 def test_a_running_run_reports_its_progress_speed_and_time_left(tmp_path):
