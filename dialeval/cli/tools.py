@@ -174,12 +174,16 @@ def checkpoint_record(
     hours: Annotated[Optional[float], typer.Option(min=0, help=(
         "The run's training hours, only for a run whose summary covers its last call alone (resumed from a state "
         "saved before the loop recorded its time); the record says they were given."))] = None,
+    init_run: Annotated[Optional[Path], typer.Option(help=(
+        "The run folder that the run's --init-from named (RADE's stage 1), recorded as initialised_from; required "
+        "for a run that started from one."))] = None,
 ) -> None:
     """Write the checkpoint's training.json: command, commit, examples seen against the paper's budget, optimizer
     steps, hours, device, precision, threads and the validation figure that chose it (dialeval.training.runs)."""
     from ..training.runs import write_training_record
 
-    path = write_training_record(run, checkpoint, command=command, commit=commit, beside=beside, hours=hours)
+    path = write_training_record(run, checkpoint, command=command, commit=commit, beside=beside, hours=hours,
+                                 init_run=init_run)
     typer.echo(path.read_text(encoding="utf-8"))
 
 

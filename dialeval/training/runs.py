@@ -390,14 +390,41 @@ def _seconds(summary: dict[str, Any]) -> float | None:
     return None
 
 
+def _initial_run_record(init_run: Path, init_from: str) -> dict[str, Any]:
+    """What ``training.json`` says of the run whose best checkpoint a run started from (``--init-from``; RADE's
+    stage 1 before stage 2): its state (it may have been stopped once validation stopped rising), examples seen
+    against its own paper budget, steps, hours and the validation figure that chose the checkpoint."""
+    status = run_status(init_run)
+    summary = _json(init_run / "summary.json") or {}
+    if status is None or status.best_step is None:
+        raise RunRecordError(f"{init_run}: the run --init-from {init_from} named must be a run folder whose log "
+                             "chose a best checkpoint")
+    options = (_json(init_run / "training_args.json") or {}).get("options") or {}
+    budget = paper_budget(status.metric, options.get("stage"))
+    seconds = _seconds(summary) if summary.get("seconds_cover") == "run" else None
+    return {
+        "run": init_run.name, "init_from": init_from, "state": status.state, "optimizer_steps": status.steps,
+        "total_steps": status.total_steps, "examples_seen": status.examples_seen, "unit": status.unit,
+        "paper_budget_examples": status.examples_budget,
+        "paper_budget_share": (round(status.budget_fraction, 4) if status.budget_fraction is not None else None),
+        "paper_budget": budget.paper if budget is not None else None,
+        "hours": round(seconds / 3600, 3) if seconds is not None else None,
+        "validation": {"key": status.validation_key, "best": status.best, "best_step": status.best_step},
+        "options": options,
+    }
+
+
 def training_record(run_folder: str | Path, *, command: str, commit: str, beside: str,
-                    hours: float | None = None) -> dict[str, Any]:
+                    hours: float | None = None, init_run: str | Path | None = None) -> dict[str, Any]:
     """What a shipped checkpoint's ``training.json`` holds, read from finished run ``run_folder``: the command and
     the commit that trained it, what ran beside it, the examples seen against the paper's budget (in the same
     unit), optimizer steps, hours, device, precision, threads and the validation figure that chose it.
 
     ``hours`` is for a run whose summary cannot say them: one resumed from a state saved before the loop recorded
     its time (its summary's ``seconds_cover`` is ``this_call``); the record then says the hours were given.
+
+    ``init_run`` is the run folder that the run's ``--init-from`` named (RADE's stage 1): required for such a run,
+    refused for any other; the record then carries that run's figures as ``initialised_from``.
 
     Raises :class:`RunRecordError` for a folder that is not a finished run (nothing is guessed)."""
     folder = Path(run_folder)
@@ -408,6 +435,12 @@ def training_record(run_folder: str | Path, *, command: str, commit: str, beside
         raise RunRecordError(f"{folder}: a training record needs a finished run (summary.json); this one is {state}")
     options = (_json(folder / "training_args.json") or {}).get("options") or summary.get("options") or {}
     budget = paper_budget(status.metric, options.get("stage"))
+    init_from = options.get("init_from")
+    if bool(init_from) != (init_run is not None):
+        raise RunRecordError(
+            f"{folder}: the run started from --init-from {init_from}: give that run's folder as init_run"
+            if init_from else f"{folder}: the run did not start from another run's checkpoint (no --init-from); "
+            "drop init_run")
     cover = summary.get("seconds_cover")  # absent: written before the loop kept a resumed run's time
     if hours is not None:
         seconds, hours_source = 3600.0 * hours, "given when recorded (the run's summary cannot say them)"
@@ -418,7 +451,7 @@ def training_record(run_folder: str | Path, *, command: str, commit: str, beside
         raise RunRecordError(f"{folder}: its summary's seconds {why}; give the run's hours")
     else:
         seconds, hours_source = _seconds(summary), "the run's summary"
-    return {
+    record = {
         "metric": status.metric, "run": folder.name, "command": command, "commit": commit, "ran_beside": beside,
         "examples_seen": status.examples_seen, "unit": status.unit, "paper_budget_examples": status.examples_budget,
         "paper_budget_share": (round(status.budget_fraction, 4) if status.budget_fraction is not None else None),
@@ -430,6 +463,9 @@ def training_record(run_folder: str | Path, *, command: str, commit: str, beside
         "validation": {"key": status.validation_key, "best": status.best, "best_step": status.best_step},
         "options": options,
     }
+    if init_run is not None:
+        record["initialised_from"] = _initial_run_record(Path(init_run), init_from)
+    return record
 
 
 def write_training_record(run_folder: str | Path, checkpoint: str | Path, **fields: Any) -> Path:

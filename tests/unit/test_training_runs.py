@@ -215,3 +215,39 @@ def test_a_shipped_checkpoint_records_its_finished_run_against_the_papers_budget
                   summary={"finished": True, "steps": 5400, "train_seconds": 0.0})
     with pytest.raises(RunRecordError, match="may cover its last call only"):
         write_training_record(unsaid, checkpoint, **fields)
+
+
+def test_a_stage_two_record_carries_the_stage_one_run_it_started_from(tmp_path):
+    from dialeval.training.runs import RADE_STAGE1_EXAMPLES, RunRecordError, write_training_record
+
+    stage1 = _run(tmp_path / "runs" / "rade_pt", metric="rade", options={"stage": 1, "epochs": 10}, total=17050,
+                  steps_per_epoch=1705, selection="val_correlation", progress_step=900,
+                  log=[{"event": "eval", "step": 700, "val_correlation": 0.55, "best": True, "time": NOW - 90},
+                       {"event": "eval", "step": 800, "val_correlation": 0.54, "time": NOW - 60}],
+                  summary={"finished": False, "steps": 900, "total_steps": 17050, "best_step": 700,
+                           "seconds": 7200.0, "seconds_cover": "run", "device": "cpu"})
+    for name in ("log.jsonl", "summary.json"):  # written two hours ago: stopped (the record reads the clock)
+        os.utime(stage1 / name, (time.time() - 7200,) * 2)
+    stage2 = _run(tmp_path / "runs" / "rade_ts", metric="rade",
+                  options={"stage": 2, "epochs": 10, "init_from": "runs/rade_pt"}, total=5670, steps_per_epoch=567,
+                  selection="val_correlation",
+                  log=[{"event": "eval", "step": 567, "val_correlation": 0.41, "best": True, "time": NOW - 30}],
+                  summary={"finished": True, "steps": 5670, "train_seconds": 450.0, "seconds_cover": "run"})
+    checkpoint = tmp_path / "checkpoint"
+    _write(checkpoint, "config.json", {})
+    fields = dict(command="dialeval train rade --stage 2 --init-from runs/rade_pt", commit="abc1234",
+                  beside="nothing")
+    with pytest.raises(RunRecordError, match="give that run's folder"):
+        write_training_record(stage2, checkpoint, **fields)
+    record = json.loads(write_training_record(stage2, checkpoint, init_run=stage1, **fields).read_text())
+    first = record["initialised_from"]
+    assert (first["run"], first["init_from"], first["state"]) == ("rade_pt", "runs/rade_pt", "stopped")
+    assert first["optimizer_steps"] == 900 and first["total_steps"] == 17050 and first["hours"] == 2.0
+    assert first["examples_seen"] == 900 * 16 and first["paper_budget_examples"] == RADE_STAGE1_EXAMPLES * 10
+    assert first["validation"] == {"key": "val_correlation", "best": 0.55, "best_step": 700}
+    assert record["examples_seen"] == 5670 * 16 and record["paper_budget_examples"] == 567 * 16 * 10
+    # a run that did not start from another one refuses a stage-1 folder
+    plain = _run(tmp_path / "runs" / "plain", metric="rade", options={"stage": 2},
+                 summary={"finished": True, "steps": 10, "train_seconds": 1.0, "seconds_cover": "run"})
+    with pytest.raises(RunRecordError, match="drop init_run"):
+        write_training_record(plain, checkpoint, init_run=stage1, **fields)
