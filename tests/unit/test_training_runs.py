@@ -251,3 +251,16 @@ def test_a_stage_two_record_carries_the_stage_one_run_it_started_from(tmp_path):
                  summary={"finished": True, "steps": 10, "train_seconds": 1.0, "seconds_cover": "run"})
     with pytest.raises(RunRecordError, match="drop init_run"):
         write_training_record(plain, checkpoint, init_run=stage1, **fields)
+
+
+@pytest.mark.parametrize("metric", sorted({budget.metric for budget in PAPER_BUDGETS}))
+def test_every_shipped_learned_checkpoint_records_how_it_was_trained(metric):
+    import dialeval
+
+    path = Path(dialeval.__file__).parent / "checkpoints" / metric / "default" / "training.json"
+    assert path.is_file(), f"{path}: write it with `dialeval checkpoint record`"
+    record = json.loads(path.read_text())
+    assert record["metric"] == metric and record["examples_seen"] > 0 and record["optimizer_steps"] > 0
+    assert record["command"] and record["commit"] and record["ran_beside"] and record["validation"]["best"] is not None
+    if record["options"].get("init_from"):  # RADE's stage 2: the stage-1 run is recorded beside it
+        assert record["initialised_from"]["examples_seen"] > 0
