@@ -122,3 +122,12 @@ def test_adapters_and_heads_learn_at_the_head_rate_pretrained_layers_do_not():
     assert learns_at_head_rate("encoder.encoder.layer.3.attention.self.query.lora_A")
     assert not learns_at_head_rate("encoder.encoder.layer.3.attention.self.query.weight")
     assert not learns_at_head_rate("encoder.embeddings.word_embeddings.weight")
+
+
+def test_the_fast_settings_are_grades_defaults_and_each_can_be_turned_off(tmp_path):
+    from dialeval.metrics.grade.options import GradeTrainingOptions
+
+    default = GradeTrainingOptions(output_dir=str(tmp_path))  # issue 38: docs/training.md, "The defaults"
+    assert (default.length_buckets, default.frozen_cache, default.fused_optimizer) == (64, True, False)
+    before = GradeTrainingOptions(output_dir=str(tmp_path), length_buckets=0, frozen_cache=False)
+    assert (before.length_buckets, before.frozen_cache) == (0, False)

@@ -35,8 +35,8 @@ class GradeTrainingOptions(TrainingOptions):
                                            "checkpoint then holds the adapters, not the layers. Adapters learn at "
                                            "--head-learning-rate.")
     max_seq_length: int = option(128, min=1, help="Tokens of the context + response text.")
-    length_buckets: int = option(0, min=0, help=LENGTH_BUCKETS_HELP)
-    frozen_cache: bool = option(False, help=FROZEN_CACHE_HELP)
+    length_buckets: int = option(64, min=0, help=LENGTH_BUCKETS_HELP)
+    frozen_cache: bool = option(True, help=FROZEN_CACHE_HELP)
     use_graph: bool = option(True, flag="graph", help="Graph branch (off: ablation 'no graph').")
     use_khop: bool = option(True, flag="khop", help="k-hop neighbour features (off: ablation).")
     use_hop_attention: bool = option(True, flag="hop-attention", help="1/hop attention scaling (off: ablation).")
