@@ -390,6 +390,29 @@ def _seconds(summary: dict[str, Any]) -> float | None:
     return None
 
 
+def _run_options(folder: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """The options a run trained with: its ``training_args.json``, else those its summary repeats."""
+    return (_json(folder / "training_args.json") or {}).get("options") or summary.get("options") or {}
+
+
+def _budget_fields(status: RunStatus, options: dict[str, Any]) -> dict[str, Any]:
+    """A record's examples seen against the paper's budget, in the run's unit."""
+    budget = paper_budget(status.metric, options.get("stage"))
+    return {"examples_seen": status.examples_seen, "unit": status.unit,
+            "paper_budget_examples": status.examples_budget,
+            "paper_budget_share": (round(status.budget_fraction, 4) if status.budget_fraction is not None else None),
+            "paper_budget": budget.paper if budget is not None else None}
+
+
+def _hours(seconds: float | None) -> float | None:
+    return round(seconds / 3600, 3) if seconds is not None else None
+
+
+def _validation_field(status: RunStatus) -> dict[str, Any]:
+    """The validation figure that chose a run's checkpoint."""
+    return {"key": status.validation_key, "best": status.best, "best_step": status.best_step}
+
+
 def _initial_run_record(init_run: Path, init_from: str) -> dict[str, Any]:
     """What ``training.json`` says of the run whose best checkpoint a run started from (``--init-from``; RADE's
     stage 1 before stage 2): its state (it may have been stopped once validation stopped rising), examples seen
@@ -399,18 +422,12 @@ def _initial_run_record(init_run: Path, init_from: str) -> dict[str, Any]:
     if status is None or status.best_step is None:
         raise RunRecordError(f"{init_run}: the run --init-from {init_from} named must be a run folder whose log "
                              "chose a best checkpoint")
-    options = (_json(init_run / "training_args.json") or {}).get("options") or {}
-    budget = paper_budget(status.metric, options.get("stage"))
-    seconds = _seconds(summary) if summary.get("seconds_cover") == "run" else None
+    options = _run_options(init_run, summary)
     return {
         "run": init_run.name, "init_from": init_from, "state": status.state, "optimizer_steps": status.steps,
-        "total_steps": status.total_steps, "examples_seen": status.examples_seen, "unit": status.unit,
-        "paper_budget_examples": status.examples_budget,
-        "paper_budget_share": (round(status.budget_fraction, 4) if status.budget_fraction is not None else None),
-        "paper_budget": budget.paper if budget is not None else None,
-        "hours": round(seconds / 3600, 3) if seconds is not None else None,
-        "validation": {"key": status.validation_key, "best": status.best, "best_step": status.best_step},
-        "options": options,
+        "total_steps": status.total_steps, **_budget_fields(status, options),
+        "hours": _hours(_seconds(summary) if summary.get("seconds_cover") == "run" else None),
+        "validation": _validation_field(status), "options": options,
     }
 
 
@@ -433,8 +450,7 @@ def training_record(run_folder: str | Path, *, command: str, commit: str, beside
     if status is None or summary is None or status.state != "finished":
         state = status.state if status is not None else "not a run folder"
         raise RunRecordError(f"{folder}: a training record needs a finished run (summary.json); this one is {state}")
-    options = (_json(folder / "training_args.json") or {}).get("options") or summary.get("options") or {}
-    budget = paper_budget(status.metric, options.get("stage"))
+    options = _run_options(folder, summary)
     init_from = options.get("init_from")
     if bool(init_from) != (init_run is not None):
         raise RunRecordError(
@@ -453,15 +469,10 @@ def training_record(run_folder: str | Path, *, command: str, commit: str, beside
         seconds, hours_source = _seconds(summary), "the run's summary"
     record = {
         "metric": status.metric, "run": folder.name, "command": command, "commit": commit, "ran_beside": beside,
-        "examples_seen": status.examples_seen, "unit": status.unit, "paper_budget_examples": status.examples_budget,
-        "paper_budget_share": (round(status.budget_fraction, 4) if status.budget_fraction is not None else None),
-        "paper_budget": budget.paper if budget is not None else None,
-        "optimizer_steps": status.steps, "hours": round(seconds / 3600, 3) if seconds is not None else None,
+        **_budget_fields(status, options), "optimizer_steps": status.steps, "hours": _hours(seconds),
         "hours_source": hours_source,
         "device": status.device or options.get("device"), "precision": options.get("precision", "fp32"),
-        "threads": options.get("threads"),
-        "validation": {"key": status.validation_key, "best": status.best, "best_step": status.best_step},
-        "options": options,
+        "threads": options.get("threads"), "validation": _validation_field(status), "options": options,
     }
     if init_run is not None:
         record["initialised_from"] = _initial_run_record(Path(init_run), init_from)

@@ -255,9 +255,10 @@ def test_a_stage_two_record_carries_the_stage_one_run_it_started_from(tmp_path):
 
 @pytest.mark.parametrize("metric", sorted({budget.metric for budget in PAPER_BUDGETS}))
 def test_every_shipped_learned_checkpoint_records_how_it_was_trained(metric):
-    import dialeval
+    from dialeval.scoring.checkpoints import shipped_checkpoint
+    from dialeval.training.runs import TRAINING_RECORD
 
-    path = Path(dialeval.__file__).parent / "checkpoints" / metric / "default" / "training.json"
+    path = shipped_checkpoint(metric, f"dialeval train {metric}") / TRAINING_RECORD
     assert path.is_file(), f"{path}: write it with `dialeval checkpoint record`"
     record = json.loads(path.read_text())
     assert record["metric"] == metric and record["examples_seen"] > 0 and record["optimizer_steps"] > 0
