@@ -15,8 +15,8 @@ import torch
 
 from ..backbone.device import DeviceUnavailable, resolve_device
 
-__all__ = ["DEVICE_FORMS", "DeviceUnavailable", "check_device_spec", "device_description", "training_device",
-           "with_torch_threads"]
+__all__ = ["DEVICE_FORMS", "DeviceUnavailable", "check_device_spec", "cpu_bf16_instructions", "device_description",
+           "training_device", "with_torch_threads"]
 
 DEVICE_FORMS = "cpu, cuda, cuda:N or mps"
 _DEVICE_PATTERN = re.compile(r"cpu|cuda(:\d+)?|mps")
@@ -38,6 +38,18 @@ def training_device(spec: str | None) -> torch.device:
 def device_description(device: torch.device) -> str:
     """The training device as a run's summary records it (with the GPU's name on CUDA)."""
     return f"{device} ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else str(device)
+
+
+def cpu_bf16_instructions() -> tuple[str, ...]:
+    """The bf16 matrix instructions this machine's CPU has, as torch's CPU kernels detect them: ``"amx"`` (AMX
+    tiles) and ``"avx512_bf16"``; empty when it has neither. bf16 autocast on the CPU is only faster than fp32 with
+    one of them: without them the products run through conversions, several times slower (docs/training.md)."""
+    found = []
+    if torch.cpu._is_amx_tile_supported():
+        found.append("amx")
+    if torch.cpu._is_avx512_bf16_supported():
+        found.append("avx512_bf16")
+    return tuple(found)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -35,6 +35,7 @@ import os
 import shutil
 import socket
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -44,7 +45,7 @@ import numpy as np
 import torch
 
 from .capture import LoopInputs, hand_over_if_capturing
-from .device import training_device
+from .device import cpu_bf16_instructions, training_device
 
 #: Written into the run folder when training starts: the process (pid, host) and the start (unix seconds); a
 #: reader (``dialeval runs``) tells a running run from a stopped one by it.
@@ -90,6 +91,11 @@ class TrainingResult:
     #: what ``seconds`` covers: "run" (every call of a resumed run) or "this_call" (a state saved before the loop
     #: recorded its time was resumed: the earlier calls' time is unknown)
     seconds_cover: str = "run"
+
+
+BF16_WITHOUT_INSTRUCTIONS = (
+    "--precision bf16 on a CPU without bf16 matrix instructions (AMX or AVX-512 BF16): autocast converts in software "
+    "here, several times slower than fp32 (docs/training.md); the run goes on in bf16 as asked")
 
 
 def shared_loop_arguments(opts: Any, *, started: float) -> dict[str, Any]:
@@ -239,6 +245,8 @@ def train(
     # The loop places the model itself, so an explicit device (cuda:1 too) is the one used; Accelerate keeps the
     # rest (optimizer wrapping, state saving, RNG states).
     device = training_device(args.device)
+    if args.precision == "bf16" and device.type == "cpu" and not cpu_bf16_instructions():
+        warnings.warn(BF16_WITHOUT_INSTRUCTIONS, stacklevel=2)
     model.to(device)
     accelerator = Accelerator(device_placement=False)
     total = steps_per_epoch * args.epochs

@@ -166,8 +166,10 @@ class TrainingOptions:
     gradient_accumulation: int = option(1, min=1, help="Batches per optimizer step (the effective batch is "
                                                        "batch-size x this).")
     precision: Literal["fp32", "bf16"] = option("fp32", help="Training precision: fp32, or bf16 autocast on the "
-                                                             "training device (slower than fp32 for MiniLM on an "
-                                                             "H100).")
+                                                             "training device: faster on a CPU with AMX or AVX-512 "
+                                                             "BF16, several times slower on one without (a warning "
+                                                             "says so), not faster for MiniLM on an H100 "
+                                                             "(docs/training.md).")
     fused_optimizer: bool = option(False, help="torch's fused Adam / AdamW kernel: the same update, computed in one "
                                                "pass over all trained weights (faster on the CPU: `dialeval "
                                                "train-speed` measures it, docs/training.md).")

@@ -51,7 +51,7 @@ import torch
 
 from ..errors import DialevalError
 from .capture import LoopInputs, capture_loop_inputs
-from .device import device_description, training_device
+from .device import cpu_bf16_instructions, device_description, training_device
 from .loop import PROCESS_FILE, _optimizer_and_schedule, optimizer_step
 from .prepared import MANIFEST_FILE
 
@@ -183,6 +183,9 @@ class SpeedReport:
     examples_unit: str
     torch_version: str
     results: list[SettingResult]
+    #: On the CPU, its bf16 matrix instructions (:func:`~.device.cpu_bf16_instructions`; bf16 is only fast with
+    #: one); None on another device.
+    cpu_bf16: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -474,7 +477,8 @@ def run_speed_benchmark(run: Callable[[Any], Any], opts: Any, settings: Sequence
         result.ratio = result.examples_per_second / results[0].examples_per_second
     return SpeedReport(metric=metric, device=device_description(device), steps=steps, rounds=rounds, warmup=warmup,
                        gradient_accumulation=accumulate, examples_unit=examples_unit,
-                       torch_version=torch.__version__, results=results)
+                       torch_version=torch.__version__, results=results,
+                       cpu_bf16=list(cpu_bf16_instructions()) if device.type == "cpu" else None)
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -506,7 +510,9 @@ def format_table(report: SpeedReport) -> str:
     widths = [max(len(c), *(len(row[i]) for row in body)) for i, c in enumerate(TABLE_COLUMNS)]
     line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
                                    for i, (c, w) in enumerate(zip(cells, widths)))
-    head = (f"{report.metric} on {report.device}: {report.steps} timed steps x {report.rounds} rounds per setting "
+    where = report.device if report.cpu_bf16 is None else \
+        f"{report.device} (bf16 instructions: {', '.join(report.cpu_bf16) or 'none'})"
+    head = (f"{report.metric} on {where}: {report.steps} timed steps x {report.rounds} rounds per setting "
             f"({report.warmup} warm-up step(s) each), gradient accumulation {report.gradient_accumulation}; "
             f"examples: {report.examples_unit}; ratio: examples/s over {report.results[0].setting}'s")
     return "\n".join([head, line(TABLE_COLUMNS), *(line(row) for row in body)])

@@ -138,6 +138,20 @@ def test_bf16_autocast_trains_and_bad_precision_is_refused(tmp_path):
         _run(tmp_path / "bad", precision="fp8")
 
 
+@pytest.mark.parametrize("instructions", [(), ("avx512_bf16",)])
+def test_bf16_on_a_cpu_without_bf16_instructions_is_warned_of(tmp_path, monkeypatch, instructions):
+    import warnings
+
+    from dialeval.training import loop
+
+    monkeypatch.setattr(loop, "cpu_bf16_instructions", lambda: instructions)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, result = _run(tmp_path, precision="bf16", stop_after_steps=2)
+    warned = [w for w in caught if str(w.message) == loop.BF16_WITHOUT_INSTRUCTIONS]
+    assert result.steps == 2 and len(warned) == (0 if instructions else 1)
+
+
 def test_the_fused_optimizer_takes_the_same_steps_up_to_rounding(tmp_path, monkeypatch):
     built = []
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from dialeval.cli import app
 from dialeval.training.capture import LoopInputsCaptured, capture_loop_inputs, capturing_loop_inputs
+from dialeval.training.device import cpu_bf16_instructions
 from dialeval.training.speed import (
     TABLE_COLUMNS,
     SettingResult,
@@ -150,8 +151,9 @@ SETTINGS = "fp32,bf16,bucket,threads=2+batch=2,frozen-cache+fused"
 def measured(prepared) -> tuple[dict, dict, dict]:
     """(the JSON report of two rounds of two steps per setting, the prepared folder's files before and after)."""
     before = _files(prepared)
+    # the command's own options without the cache (RADE's default), so that only the setting naming it has it
     res = CliRunner().invoke(app, ["train-speed", "rade", "--output-dir", str(prepared), *TINY, "--no-generation",
-                                   "--settings", SETTINGS, "--steps", "2", "--rounds", "2", "--warmup", "1", "--json"])
+                                   "--no-frozen-cache", "--settings", SETTINGS, "--steps", "2", "--rounds", "2", "--warmup", "1", "--json"])
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout[res.stdout.index("{"):]), before, _files(prepared)
 
@@ -160,6 +162,7 @@ def test_every_setting_runs_as_asked_on_rades_real_batches(measured):
     report, before, after = measured
     assert after == before  # the prepared folder is read, never written
     assert report["metric"] == "rade" and report["device"] == "cpu" and report["examples_unit"] == "examples"
+    assert report["cpu_bf16"] == list(cpu_bf16_instructions())  # what bf16's figure depends on
     results = {r["setting"]: r for r in report["results"]}
     assert list(results) == SETTINGS.split(",")
     for r in results.values():
@@ -188,7 +191,8 @@ def test_the_table_has_a_row_per_setting(measured):
     data = measured[0]
     report = SpeedReport(**{**data, "results": [SettingResult(**r) for r in data["results"]]})
     lines = format_table(report).splitlines()
-    assert lines[0].startswith("rade on cpu: 2 timed steps x 2 rounds per setting")
+    bf16 = ", ".join(cpu_bf16_instructions()) or "none"
+    assert lines[0].startswith(f"rade on cpu (bf16 instructions: {bf16}): 2 timed steps x 2 rounds per setting")
     assert lines[1].split("  ")[0] == "setting" and all(c in lines[1] for c in TABLE_COLUMNS)
     rows = [line.split() for line in lines[2:]]
     assert [r[0] for r in rows] == SETTINGS.split(",")
