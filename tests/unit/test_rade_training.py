@@ -104,6 +104,7 @@ def test_loss_terms_follow_the_options(tmp_path):
     ({"stage": 1, "ranking": False}, "stage 2 ablations"),
     ({"use_reference": False}, "--no-ranking --no-reference-mse"),
     ({"frozen_cache": True, "trainable_encoder_layers": -1}, "freezes none"),
+    ({"trainable_encoder_layers": -1}, "add --no-frozen-cache"),  # the cache is the default
 ])
 def test_bad_option_combinations_are_refused(tmp_path, values, message):
     with pytest.raises(TrainingOptionsError, match=message):
@@ -178,6 +179,13 @@ def test_stage2_continues_from_stage1(data, tmp_path):
     assert refused.exit_code == 2 and "trainable_encoder_layers=1 (now 2)" in refused.output, refused.output
     with safe_open(str(ts / "scoring" / "model.safetensors"), "pt") as fh:  # adapters, not the layer
         assert {k.rpartition(".")[2] for k in fh.keys() if k.startswith("encoder.")} == {"lora_A", "lora_B"}
+
+
+def test_the_frozen_cache_is_the_default_and_can_be_turned_off(tmp_path):
+    default = RadeTrainingOptions(output_dir=str(tmp_path))
+    assert (default.frozen_cache, default.length_buckets, default.precision) == (True, 0, "fp32")
+    every_layer = RadeTrainingOptions(output_dir=str(tmp_path), trainable_encoder_layers=-1, frozen_cache=False)
+    assert not every_layer.frozen_cache
 
 
 def test_frozen_cache_computes_each_row_once_and_later_batches_reuse_it(data, tmp_path):

@@ -53,7 +53,7 @@ class RadeTrainingOptions(TrainingOptions):
     max_reference_length: int = option(64, min=4, help="Tokens of the reference and of the candidate (each) and "
                                                        "of a generated reference.")
     length_buckets: int = option(0, min=0, help=LENGTH_BUCKETS_HELP)
-    frozen_cache: bool = option(False, help=FROZEN_CACHE_HELP)
+    frozen_cache: bool = option(True, help=FROZEN_CACHE_HELP)
     pooling: Literal["segments", "mean"] = option(
         "segments", help="Regressor input: segments (the means of the context, reference and candidate tokens with "
                          "their products) or mean (one mean over every token).")
@@ -90,8 +90,9 @@ class RadeTrainingOptions(TrainingOptions):
             raise TrainingOptionsError("without the reference in the input (--no-reference-input) the model cannot "
                                        "score the reference: add --no-ranking --no-reference-mse")
         if self.frozen_cache and self.trainable_encoder_layers < 0:
-            raise TrainingOptionsError("--frozen-cache keeps the outputs of the encoder's frozen layers, and "
-                                       "--trainable-encoder-layers -1 freezes none")
+            raise TrainingOptionsError("--frozen-cache (the default) keeps the outputs of the encoder's frozen "
+                                       "layers, and --trainable-encoder-layers -1 freezes none: add "
+                                       "--no-frozen-cache")
         if not self.use_reference and self.reference_mse and self.stage == 2:
             raise TrainingOptionsError("without the reference in the input the reference-score term has nothing "
                                        "to learn from: add --no-reference-mse")
