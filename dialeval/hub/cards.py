@@ -36,6 +36,7 @@ from typing import Any
 from ..errors import DialevalError, InputFileError
 from ..evaluation import corpus_summary, markdown_report, read_results
 from ..evaluation.runner import comparison, rows_as_table
+from ..scoring.export import MODEL_LINE
 from ..scoring.registry import metric_spec
 from ..scoring.spec import CombinationExportSpec, CombinationMember, ExportSpec
 
@@ -325,8 +326,6 @@ TRANSFORMERS_HEADING = "### With transformers alone"
 DIALEVAL_HEADING = "### With dialeval"
 LOADING_HEADING = "### Loading the model"
 MEMBERS_HEADING = "### Members"
-#: The line of the card's code that names the checkpoint; the card's Hub id there may be replaced by a folder.
-MODEL_LINE = 'MODEL = "{model_id}"  # the Hub id, or the folder that `dialeval export` wrote'
 
 
 def _fields(metric: str) -> tuple[str, ...]:
@@ -362,7 +361,8 @@ def usage_section(metric: str, model_id: str, config: dict[str, Any]) -> str:
     """The model card's :data:`USAGE_HEADING` section for the checkpoint ``model_id`` whose ``config.json`` is
     ``config``: the code that scores text with ``transformers`` alone where the metric's ExportSpec has it, the code
     that scores it through dialeval, and loading the model (and, for a model that reads token ids, its tokenizer)."""
-    from ..scoring.export import TOKENIZER_SUBFOLDER
+    from ..backbone.encoder import DEFAULT_ENCODER_PACKAGE
+    from ..scoring.export import DEFAULT_ENCODER_MODULE, TOKENIZER_SUBFOLDER
 
     export = metric_spec(metric).export
     module = export.model_class.partition(":")[0].rpartition(".")[2]
@@ -377,14 +377,17 @@ def usage_section(metric: str, model_id: str, config: dict[str, Any]) -> str:
                   f"docstring in `modeling_{module}.py`), so text is scored through dialeval, with this checkpoint "
                   "as the scorer's checkpoint folder.", ""]
     else:
+        code = export.usage_code(model_id, config, USAGE_CONTEXT, USAGE_RESPONSE).rstrip()
+        packages = ["`torch`", "`transformers`"] + (
+            [f"`{DEFAULT_ENCODER_PACKAGE}` (the encoder)"] if f"import {DEFAULT_ENCODER_MODULE}" in code else []) + (
+            ["`torch_geometric` (the model code imports it)"] if module == "dynaeval" else [])
         lines += ["The model reads sentence embeddings of a frozen encoder, computed outside it; the code below "
-                  "computes them as dialeval does and prints the score that dialeval's scorer gives (to 1e-6).", "",
+                  "computes them as dialeval does, offline, and prints the score that dialeval's scorer gives for the "
+                  "same text (the same to 1e-6: dialeval runs the encoder on other batch shapes, which can change the "
+                  "last float32 bits).", "",
                   TRANSFORMERS_HEADING, "",
-                  "Needs `torch` and `transformers`"
-                  + (" (and `torch_geometric`, which the model code imports)" if module == "dynaeval" else "")
-                  + ", not dialeval:", "",
-                  "```python", export.usage_code(model_id, config, USAGE_CONTEXT, USAGE_RESPONSE).rstrip(), "```",
-                  ""]
+                  f"Needs {', '.join(packages[:-1])} and {packages[-1]}, not dialeval:", "",
+                  "```python", code, "```", ""]
     lines += [DIALEVAL_HEADING, "",
               f"With dialeval installed, the checkpoint folder serves `dialeval.load_scorer(\"{metric}\")`:", "",
               "```python", dialeval_usage_code(metric, model_id), "```", "",
@@ -396,12 +399,13 @@ def usage_section(metric: str, model_id: str, config: dict[str, Any]) -> str:
               "The weights, config and model code load without dialeval:", "",
               "```python", "from transformers import AutoModel" + (
                   ", AutoTokenizer" if export.tokenizer_config_field else ""), "",
-              f'model = AutoModel.from_pretrained("{model_id}", trust_remote_code=True)']
+              MODEL_LINE.format(model_id=model_id),
+              "model = AutoModel.from_pretrained(MODEL, trust_remote_code=True)"]
     if export.tokenizer_config_field:
-        lines += [f'tokenizer = AutoTokenizer.from_pretrained("{model_id}", subfolder="{TOKENIZER_SUBFOLDER}")',
+        lines += [f'tokenizer = AutoTokenizer.from_pretrained(MODEL, subfolder="{TOKENIZER_SUBFOLDER}")',
                   "```", "",
                   f"The tokenizer (of the encoder the model fine-tunes) is also beside the model, but "
-                  f"`AutoTokenizer.from_pretrained(\"{model_id}\")` reads the model's config first and, since it "
+                  f"`AutoTokenizer.from_pretrained(MODEL)` reads the model's config first and, since it "
                   f"names custom code, asks whether to run it; `subfolder=\"{TOKENIZER_SUBFOLDER}\"` loads it "
                   "without remote code and without asking."]
     else:

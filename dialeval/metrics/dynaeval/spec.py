@@ -22,15 +22,15 @@ def transformers_usage(model_id: str, config: Mapping[str, Any], context: Sequen
     and transformers alone, as ``load_scorer("dynaeval")`` does (its turn-level score, and ``score_dialogues`` of
     that dialogue): each turn mean-pooled by the encoder the checkpoint names, cut to ``max_utterance_tokens``,
     speakers alternating."""
-    from ...scoring.export import hub_encoder_id, sentence_embedding_code
+    from ...scoring.export import MODEL_LINE, sentence_embedding_code
 
     return "\n".join([
         "import torch",
         "from transformers import AutoModel, AutoTokenizer",
         "",
-        f'MODEL = "{model_id}"  # the Hub id, or the folder that `dialeval export` wrote',
+        MODEL_LINE.format(model_id=model_id),
         "model = AutoModel.from_pretrained(MODEL, trust_remote_code=True).eval()",
-        sentence_embedding_code(hub_encoder_id(config.get("utterance_encoder"))) + "\n",
+        sentence_embedding_code(config.get("utterance_encoder")) + "\n",
         f"dialogue = {json.dumps([*context, response])}",
         "utterances = embed(dialogue, model.config.max_utterance_tokens)  # one vector per turn",
         "with torch.inference_mode():  # speakers alternate 0, 1, 0, ... (else pass speaker_ids, one per turn)",

@@ -18,15 +18,15 @@ def transformers_usage(model_id: str, config: Mapping[str, Any], context: Sequen
     """The model card's code that scores ``context`` / ``response`` with the exported PONE head and transformers
     alone, as ``load_scorer("pone")`` does: the last ``context_turns`` turns joined with a space (cut from the left)
     and the response, mean-pooled by the encoder the checkpoint names, then the head in float64."""
-    from ...scoring.export import hub_encoder_id, sentence_embedding_code
+    from ...scoring.export import MODEL_LINE, sentence_embedding_code
 
     return "\n".join([
         "import torch",
         "from transformers import AutoModel, AutoTokenizer",
         "",
-        f'MODEL = "{model_id}"  # the Hub id, or the folder that `dialeval export` wrote',
+        MODEL_LINE.format(model_id=model_id),
         "model = AutoModel.from_pretrained(MODEL, trust_remote_code=True, dtype=torch.float64).eval()  # as dialeval",
-        sentence_embedding_code(hub_encoder_id(config.get("encoder"))) + "\n",
+        sentence_embedding_code(config.get("encoder")) + "\n",
         f"context = {json.dumps(list(context))}",
         f"response = {json.dumps(response)}",
         "cfg = model.config  # the head reads the last cfg.context_turns turns, joined with a space",
