@@ -20,6 +20,8 @@ the frozen rest is filled from the encoder's package at load time) and no code. 
 * the caller's ``extra_files`` (``dialeval export`` and ``dialeval release``: the model card ``README.md``, written
   by :func:`dialeval.hub.release.export_model`).
 
+Every file gets mode :data:`FILE_MODE` (0644; safetensors writes its file 0600).
+
 The folder loads with ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` and is itself a checkpoint for
 ``dialeval score --checkpoint folder``. It is written under a temporary name and renamed when complete.
 
@@ -68,6 +70,8 @@ TOKENIZER_SUBFOLDER = "tokenizer"
 DEFAULT_ENCODER_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 
+#: The mode of every file of an exported folder: readable by all, as a git checkout's files.
+FILE_MODE = 0o644
 #: The file name of the shared model code, in its source folder and in every custom-code folder that imports it.
 SHARED_MODEL_CODE = "modeling_shared.py"
 #: The folder of the model-code tree (``modeling/``) that holds the source of the shared model code.
@@ -164,6 +168,9 @@ def export_checkpoint(metric: str, checkpoint: str | os.PathLike | None, output_
     try:
         write(target)
         _write_extra_files(extra_files or {}, target)
+        for path in target.rglob("*"):
+            if path.is_file():  # safetensors writes its file 0600, not readable by the users a folder is shared with
+                path.chmod(FILE_MODE)
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise

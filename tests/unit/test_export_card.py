@@ -311,6 +311,16 @@ def test_export_refuses_extra_files_that_would_replace_its_own(tmp_path):
     assert (out / "README.md").read_text() == "# card\n"
 
 
+def test_every_exported_file_is_readable_by_all(tmp_path):
+    """Issue 50: safetensors writes model.safetensors with mode 0600; an exported folder's files are all 0644."""
+    from dialeval.scoring.export import FILE_MODE, export_checkpoint
+
+    out = export_checkpoint("pone", "default", tmp_path / "out", extra_files={"README.md": "# card\n"})
+    modes = {p.name: p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()}
+    assert "model.safetensors" in modes and FILE_MODE == 0o644
+    assert modes == dict.fromkeys(modes, 0o644)
+
+
 # -- a combination: the ensemble ------------------------------------------------------------------------------------
 def _shipped_ensemble():
     from dialeval.scoring.export import export_source
