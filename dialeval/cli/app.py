@@ -127,6 +127,7 @@ def _load(metric: str, *, device: str | None, checkpoint: str | None, options: l
 
 THREADS_HELP = ("torch's intra-op CPU threads (default: torch's own count). Scores are bit-identical for the same "
                 "count; another count changes the last float32 bits, so the signature records it (cpu_threads).")
+BATCH_SIZE_HELP = "Items per batch (at least 1; scores do not depend on it)."
 QUIET_HELP = "No progress bars (by default one appears on stderr for any job longer than about two seconds)."
 EMPTY_TURNS_HELP = ("What to do with an item that has an empty turn, response or reference: error (name it and stop) "
                     "or skip (write it back with score null and a skipped_reason; the system score is the mean "
@@ -164,6 +165,8 @@ def summary_line(metadata: list[dict[str, Any]]) -> str:
 ON_ERROR_HELP = ("What to do with a row that cannot be read or validated: stop (name it by file:line and field, "
                  "after writing every row before it) or skip (write it with score null and the reason in 'error').")
 OnError = Enum("OnError", {policy: policy for policy in ON_ERROR_POLICIES}, type=str)
+#: What the closing line of ``score`` calls the rows it scored, by level.
+ROW_NOUNS = {"turn": "pairs", "dialogue": "dialogues"}
 
 
 @app.command()
@@ -175,9 +178,9 @@ def score(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help=(
         "Write rows + score (.jsonl or .csv) chunk by chunk; a stopped run, started again with the same arguments, "
         "goes on where it stopped (progress and signature in OUTPUT.dialeval.json)."))] = None,
-    batch_size: Annotated[int, typer.Option(help="Items per batch.")] = 32,
-    chunk_size: Annotated[int, typer.Option(help="Rows read, scored and written at a time (memory grows with it).")
-                          ] = DEFAULT_CHUNK_ROWS,
+    batch_size: Annotated[int, typer.Option(min=1, help=BATCH_SIZE_HELP)] = 32,
+    chunk_size: Annotated[int, typer.Option(min=1, help=(
+        "Rows read, scored and written at a time (memory grows with it)."))] = DEFAULT_CHUNK_ROWS,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda, cuda:1, mps... (default: Accelerate picks).")] = None,
     turn_separator: Annotated[Optional[str], typer.Option(help=(
         "CSV only: split context/dialogue/references cells into turns (cells holding a JSON list are read as "
@@ -231,7 +234,7 @@ def score(
         return
     notes = [f"{n} {what}" for n, what in ((totals.skipped, "skipped"), (totals.failed, "failed")) if n]
     system = f"{totals.system_score:.4f}" if totals.scored else "none (no item was scored)"
-    typer.echo(f"{level or 'row'}s: {totals.rows}" + (f" ({', '.join(notes)})" if notes else "")
+    typer.echo(f"{ROW_NOUNS.get(level, 'rows')}: {totals.rows}" + (f" ({', '.join(notes)})" if notes else "")
                + f"  system score: {system}")
     typer.echo(f"signature: {scorer.signature}")
     if metadata:
@@ -248,7 +251,7 @@ def benchmark(
     output_dir: Annotated[Path, typer.Option(help="Where JSON, CSV and PNG go.")] = Path("runs/benchmark"),
     bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for confidence intervals.")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    batch_size: Annotated[int, typer.Option(help="Items per batch.")] = 32,
+    batch_size: Annotated[int, typer.Option(min=1, help=BATCH_SIZE_HELP)] = 32,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda, mps... (default: Accelerate picks).")] = None,
     plot: Annotated[bool, typer.Option(help="Save a metric-vs-human scatter plot per benchmark (its main aspect, or --aspect).")] = True,
     checkpoint: Annotated[Optional[str], typer.Option(help=CHECKPOINT_HELP)] = None,
@@ -482,7 +485,7 @@ def scale_benchmark(
     work_dir: Annotated[Path, typer.Option(help="Where the synthetic rows, scores and results.json go.")
                         ] = Path("runs/scale_benchmark"),
     data_dir: Annotated[Optional[Path], typer.Option(help="Data directory (default: $DIALEVAL_DATA_DIR or ../shared/data).")] = None,
-    batch_size: Annotated[int, typer.Option(help="Items per batch.")] = 32,
+    batch_size: Annotated[int, typer.Option(min=1, help=BATCH_SIZE_HELP)] = 32,
     chunk_size: Annotated[int, typer.Option(help="Rows per chunk.")] = DEFAULT_CHUNK_ROWS,
     device: Annotated[Optional[str], typer.Option(help="cpu, cuda... (default: Accelerate picks).")] = None,
     bare_encoder: Annotated[bool, typer.Option(help=(

@@ -216,5 +216,5 @@ def test_two_accelerate_processes_record_a_bad_row_in_place_under_on_error_skip(
     assert [i for i, r in enumerate(got) if "error" in r] == [BAD_ROW]
     assert got[BAD_ROW]["id"] == f"r{BAD_ROW:05d}" and got[BAD_ROW]["score"] is None
     assert got[BAD_ROW]["error"].startswith(f"{bad}:{BAD_ROW + 1}: field 'response' has type int")
-    assert f"turns: {ACCELERATE_ROWS} (1 failed)" in launched.stdout
+    assert f"pairs: {ACCELERATE_ROWS} (1 failed)" in launched.stdout
     assert_same_rows(got, read_jsonl(one))

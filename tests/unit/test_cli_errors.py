@@ -1,5 +1,6 @@
 """The command line's front door: every --help works, and a user's mistake is one line on stderr with status 2."""
 
+import importlib
 import json
 import os
 import subprocess
@@ -251,3 +252,17 @@ def test_utf8_bom_is_dropped(tmp_path):
     path = tmp_path / "bom.csv"
     path.write_bytes("\ufeffcontext,response\nhi,ok\n".encode())
     assert read_rows(path) == [{"context": "hi", "response": "ok"}]
+
+
+@pytest.mark.parametrize("command", [["score", "-i", "rows.jsonl"], ["benchmark", "--benchmark", "fed_turn"]])
+def test_a_batch_size_below_one_is_refused_before_the_model_loads(command, monkeypatch):
+    """Issue 50: `--batch-size 0` is a usage error at once, not after the model has loaded."""
+    cli = importlib.import_module("dialeval.cli.app")  # the module (dialeval.cli.app is also the Typer object)
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(cli, "_load", no_loading)
+    res = runner.invoke(app, [command[0], "--metric", "grade", *command[1:], "--batch-size", "0"])
+    assert res.exit_code == 2
+    assert "Invalid value for '--batch-size': Input should be greater than or equal to 1" in res.output

@@ -115,7 +115,7 @@ def test_cli_skip_writes_null_scores_and_reasons(tmp_path):
     assert rows[2]["score"] is None and rows[2]["skipped_reason"].endswith("at field 'response'")
     assert isinstance(rows[0]["score"], float) and "skipped_reason" not in rows[0]
     mean = (rows[0]["score"] + rows[3]["score"]) / 2
-    assert f"turns: 4 (2 skipped)  system score: {mean:.4f}" in res.stdout
+    assert f"pairs: 4 (2 skipped)  system score: {mean:.4f}" in res.stdout
     assert "summary: 4 items (2 skipped)" in res.stderr
     refused = runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(src)])
     assert refused.exit_code == 2 and f"{src}:2: field 'context', entry 1 is empty" in refused.stderr

@@ -536,7 +536,7 @@ def test_cli_score_run_twice_prints_the_same_system_score_and_writes_every_row_o
     second = runner.invoke(app, args)
     assert second.exit_code == 0, second.output
     assert _system_score(second) == _system_score(first)
-    assert "turns: 30" in first.stdout
+    assert "pairs: 30" in first.stdout
     assert out.read_bytes() == data
     ids = [r["id"] for r in read_jsonl(out)]
     assert len(ids) == 30 and len(set(ids)) == 30
@@ -549,7 +549,7 @@ def test_cli_a_complete_output_run_again_prints_the_same_result_lines(turn_file,
     args = ["score", "--metric", "bleu4", "-i", str(turn_file), "-o", str(out), "-q"]
     first, second = runner.invoke(app, args), runner.invoke(app, args)
     assert first.exit_code == second.exit_code == 0, second.output
-    assert first.stdout.splitlines()[0].startswith("turns: 30  system score: ")
+    assert first.stdout.splitlines()[0].startswith("pairs: 30  system score: ")
     assert second.stdout == first.stdout
 
 
@@ -563,7 +563,7 @@ def test_cli_stopped_by_a_bad_row_goes_on_under_on_error_skip_and_says_one_faile
     resumed = runner.invoke(app, [*args, "--on-error", "skip"])
     assert resumed.exit_code == 0, resumed.output
     assert f"resumed: {BAD} rows" in resumed.stderr
-    assert "turns: 120 (1 failed)" in resumed.stdout
+    assert "pairs: 120 (1 failed)" in resumed.stdout
     written = read_jsonl(out)
     assert [r["id"] for r in written] == [r["id"] for r in BAD_ROWS]
     assert [i for i, r in enumerate(written) if "error" in r] == [BAD]
