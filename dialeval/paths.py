@@ -25,7 +25,9 @@ def _candidates(data_dir: str | os.PathLike | None) -> list[Path]:
         return [Path(data_dir)]
     if os.environ.get(ENV_VAR):
         return [Path(os.environ[ENV_VAR])]
-    return [Path.cwd().parent / "shared" / "data", Path(__file__).resolve().parents[2] / "shared" / "data"]
+    # from the checkout's root both are the same folder: it is tried (and named) once
+    return list(dict.fromkeys([Path.cwd().parent / "shared" / "data",
+                               Path(__file__).resolve().parents[2] / "shared" / "data"]))
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:

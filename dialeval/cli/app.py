@@ -106,7 +106,15 @@ def _scorer_options(metric: str, options: list[str] | None, parameters: list[str
     return parsed
 
 
-def _load(metric: str, *, device: str | None, checkpoint: str | None, options: list[str] | None = None):
+def _reads_data_dir(metric: str) -> bool:
+    """Whether ``metric``'s scorer takes a data directory (RADE's and the ensemble's pseudo-references)."""
+    from ..scoring.registry import scorer_class
+
+    return "data_dir" in inspect.signature(scorer_class(metric).__init__).parameters
+
+
+def _load(metric: str, *, device: str | None, checkpoint: str | None, options: list[str] | None = None,
+          data_dir: Path | None = None):
     from ..scoring.registry import load_scorer, scorer_class
 
     signature = inspect.signature(scorer_class(metric).__init__).parameters
@@ -117,6 +125,14 @@ def _load(metric: str, *, device: str | None, checkpoint: str | None, options: l
         if "checkpoint" not in parameters:
             raise typer.BadParameter(f"metric '{metric}' has no checkpoint to choose", param_hint="--checkpoint")
         kwargs["checkpoint"] = checkpoint
+    if data_dir is not None:
+        if not _reads_data_dir(metric):
+            raise typer.BadParameter(f"metric '{metric}' reads nothing from a data directory",
+                                     param_hint="--data-dir")
+        if "data_dir" in kwargs:
+            raise typer.BadParameter("the data directory is given twice (--data-dir and --option data_dir=...)",
+                                     param_hint="--data-dir")
+        kwargs["data_dir"] = str(data_dir)
     try:
         return load_scorer(metric, device=device, **kwargs)
     except ValueError as err:
@@ -128,6 +144,9 @@ def _load(metric: str, *, device: str | None, checkpoint: str | None, options: l
 THREADS_HELP = ("torch's intra-op CPU threads (default: torch's own count). Scores are bit-identical for the same "
                 "count; another count changes the last float32 bits, so the signature records it (cpu_threads).")
 BATCH_SIZE_HELP = "Items per batch (at least 1; scores do not depend on it)."
+SCORE_DATA_DIR_HELP = ("Data directory of a scorer that reads one: rade (and ensemble with use_references=true) with "
+                       "--option pseudo_references=dailydialog reads DailyDialog's training dialogues there "
+                       "(default: $DIALEVAL_DATA_DIR or ../shared/data).")
 QUIET_HELP = "No progress bars (by default one appears on stderr for any job longer than about two seconds)."
 EMPTY_TURNS_HELP = ("What to do with an item that has an empty turn, response or reference: error (name it and stop) "
                     "or skip (write it back with score null and a skipped_reason; the system score is the mean "
@@ -187,6 +206,7 @@ def score(
         "that list)."))] = None,
     checkpoint: Annotated[Optional[str], typer.Option(help=CHECKPOINT_HELP)] = None,
     option: Annotated[Optional[list[str]], typer.Option(help=OPTION_HELP)] = None,
+    data_dir: Annotated[Optional[Path], typer.Option(help=SCORE_DATA_DIR_HELP)] = None,
     empty_turns: Annotated[EmptyTurns, typer.Option(help=EMPTY_TURNS_HELP)] = EmptyTurns.error,
     on_error: Annotated[OnError, typer.Option(help=ON_ERROR_HELP)] = OnError.stop,
     overwrite: Annotated[bool, typer.Option("--overwrite", help=(
@@ -196,6 +216,10 @@ def score(
     threads: Annotated[Optional[int], typer.Option(min=1, help=THREADS_HELP)] = None,
 ) -> None:
     """Score a file of context-response pairs (or whole dialogues) and print the system score.
+
+    A metric that needs references (rade, bert_ruber, the overlap baselines) needs them in every row, except rade
+    with --option pseudo_references=dailydialog, which retrieves one for each row without from DailyDialog's
+    training dialogues in the data directory (--data-dir).
 
     Under `accelerate launch -m dialeval score ...` (or torchrun) the rows are shared among the processes and
     gathered back in input order; the main process writes.
@@ -209,7 +233,7 @@ def score(
     scorer_class(metric)  # an unknown metric is named (with the known ones) before the input is opened
     source = open_source(input, turn_separator=turn_separator)  # a missing or unreadable file fails before loading
     main = process_state().is_main_process  # before the model loads, so that each process gets its device
-    scorer = _load(metric, device=device, checkpoint=checkpoint, options=option)
+    scorer = _load(metric, device=device, checkpoint=checkpoint, options=option, data_dir=data_dir)
     settings = {"chunk_size": chunk_size, "batch_size": batch_size, "empty_turns": empty_turns.value,
                 "on_error": on_error.value}
     if output is not None:
@@ -247,7 +271,9 @@ def benchmark(
     benchmark: Annotated[str, typer.Option(help=f"Benchmark name, group (fed, usr, rade), comma list or '{ALL_BENCHMARKS}'.")],
     aspect: Annotated[Optional[str], typer.Option(help="Only this human aspect (default: every aspect).")] = None,
     split: Annotated[Optional[str], typer.Option(help="Benchmark split (default: test).")] = None,
-    data_dir: Annotated[Optional[Path], typer.Option(help="Data directory (default: $DIALEVAL_DATA_DIR or ../shared/data).")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option(help=(
+        "Data directory of the benchmarks, and of a scorer that reads one (rade's --option "
+        "pseudo_references=dailydialog) (default: $DIALEVAL_DATA_DIR or ../shared/data)."))] = None,
     output_dir: Annotated[Path, typer.Option(help="Where JSON, CSV and PNG go.")] = Path("runs/benchmark"),
     bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for confidence intervals.")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
@@ -292,7 +318,8 @@ def benchmark(
     output_dir.mkdir(parents=True, exist_ok=True)
     results, skipped, plot_files, not_plotted = [], [], [], []
     for m in metrics:
-        scorer = _load(m, device=device, checkpoint=checkpoint, options=option)
+        scorer = _load(m, device=device, checkpoint=checkpoint, options=option,
+                       data_dir=data_dir if _reads_data_dir(m) else None)
         if label:
             scorer.name = label
         for name in names:

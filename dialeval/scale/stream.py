@@ -133,7 +133,7 @@ class RowParser:
             raise InputError(f"{where}: the row {has} a 'references' field, unlike the first row ({self.first_where})"
                              "; every row of a run has references, or none does")
         if self.scorer.requires_references and refs_key is None:
-            raise InputError(f"{where}: no 'references' field; metric '{self.scorer.name}' needs references")
+            raise InputError(f"{where}: no 'references' field; {self.scorer.missing_references()}")
         refs = [fields[refs_key]] if refs_key else None
         try:
             normalize_items([fields["context"]], [fields["response"]], refs, empty_turns=self.empty_turns)

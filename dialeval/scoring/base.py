@@ -70,6 +70,9 @@ class Scorer(abc.ABC):
 
     name: ClassVar[str]
     requires_references: ClassVar[bool] = False
+    #: How the metric scores an item without references, where it can (a setting that finds one), named in the
+    #: error a call without them gets (:meth:`missing_references`); empty where it cannot.
+    without_references: ClassVar[str] = ""
     #: Level the metric was designed for; dialogue-level metrics still score turns within their dialogue.
     level: ClassVar[str] = "turn"
 
@@ -118,6 +121,12 @@ class Scorer(abc.ABC):
         ignore it."""
         return self
 
+    def missing_references(self, detail: str = "") -> str:
+        """The message of an error for items without the references the metric needs: it names the metric, then
+        ``detail`` (what to pass), then :attr:`without_references`."""
+        return (f"metric '{self.name}' needs references{detail}"
+                + (f"; or {self.without_references}" if self.without_references else ""))
+
     # -- public API -----------------------------------------------------------------------------------------------
     @property
     def signature(self) -> str:
@@ -147,7 +156,7 @@ class Scorer(abc.ABC):
         """
         items = normalize_items(contexts, responses, references, empty_turns=empty_turns)
         if self.requires_references and references is None:
-            raise InputError(f"metric '{self.name}' needs references; pass references=[...] (one per item)")
+            raise InputError(self.missing_references("; pass references=[...] (one per item)"))
         self._check_batch_size(batch_size)
         if device is not None:
             self.to(device)
@@ -171,7 +180,7 @@ class Scorer(abc.ABC):
         ``empty_turns`` as in :meth:`score`: under ``"skip"`` a dialogue with an empty turn gets the score ``None``.
         """
         if self.requires_references:
-            raise InputError(f"metric '{self.name}' needs references and cannot score dialogues on their own")
+            raise InputError(self.missing_references(" and cannot score dialogues on their own"))
         normalized = normalize_dialogues(dialogues, min_turns=2, empty_turns=empty_turns)
         self._check_batch_size(batch_size)
         if device is not None:

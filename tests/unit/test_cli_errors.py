@@ -266,3 +266,30 @@ def test_a_batch_size_below_one_is_refused_before_the_model_loads(command, monke
     res = runner.invoke(app, [command[0], "--metric", "grade", *command[1:], "--batch-size", "0"])
     assert res.exit_code == 2
     assert "Invalid value for '--batch-size': Input should be greater than or equal to 1" in res.output
+
+
+def test_score_takes_a_data_directory_only_for_a_metric_that_reads_one(good):
+    """`score --data-dir` reaches the scorers that read a data directory (rade's pseudo-references: test_rade_scorer);
+    for another metric, and given twice, it is a usage error; `score --help` names the pseudo-references."""
+    res = runner.invoke(app, ["score", "--metric", "bleu4", "-i", str(good), "--data-dir", str(good.parent)])
+    assert res.exit_code == 2 and "metric 'bleu4' reads nothing from a data directory" in res.output
+    res = runner.invoke(app, ["score", "--metric", "rade", "-i", str(good), "--data-dir", str(good.parent),
+                              "--option", f"data_dir={good.parent}"])
+    assert res.exit_code == 2 and "the data directory is given twice" in " ".join(res.output.split())
+    helped = " ".join(runner.invoke(app, ["score", "--help"]).output.replace("│", " ").split())
+    assert "rade with --option pseudo_references=dailydialog" in helped and "--data-dir" in helped
+
+
+def test_a_data_directory_not_found_names_each_path_once(monkeypatch, tmp_path):
+    """From the checkout's root, ../shared/data seen from there and from the source are one folder: tried once."""
+    from conftest import ROOT
+
+    from dialeval import paths
+
+    monkeypatch.delenv(paths.ENV_VAR, raising=False)
+    monkeypatch.chdir(ROOT)
+    tried = paths._candidates(None)
+    assert tried == [ROOT.parent / "shared" / "data"]
+    monkeypatch.chdir(tmp_path)
+    assert paths._candidates(None) == [tmp_path.parent / "shared" / "data", ROOT.parent / "shared" / "data"]
+

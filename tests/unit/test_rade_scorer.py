@@ -65,7 +65,8 @@ def test_several_references_are_averaged_or_the_best_is_kept(checkpoint, scorer)
 
 
 def test_bad_input_is_named(scorer):
-    with pytest.raises(InputError, match="needs references"):
+    with pytest.raises(InputError, match=r"needs references; pass references=\[...\] \(one per item\); or load it "
+                                         r"with pseudo_references='dailydialog' .* in the data directory"):
         scorer.score(contexts=CONTEXTS, responses=RESPONSES)
     with pytest.raises(InputError, match="references has 2 items but responses has 3"):
         scorer.score(contexts=CONTEXTS, responses=RESPONSES, references=REFERENCES[:2])
@@ -154,3 +155,36 @@ def test_a_checkpoint_without_reference_input_needs_no_reference(tmp_path):
 def test_the_shipped_default_scores_offline():
     out = dialeval.score("rade", contexts=CONTEXTS[:1], responses=RESPONSES[:1], references=REFERENCES[:1])
     assert 1 <= out.scores[0] <= 5 and "metric:rade|checkpoint:default" in out.signature
+
+
+def test_the_command_line_without_references_names_pseudo_references_and_the_data_directory(checkpoint, tmp_path):
+    """Issue 50: `dialeval score --metric rade` on rows without references names the option that finds one and the
+    data directory it reads; with the option and a missing data directory the error names the directory once and
+    says why it is read; `--data-dir` points at one, and the rows are scored (counted as pairs)."""
+    from typer.testing import CliRunner
+
+    from conftest import TINY_DIALOGUES, write_dailydialog
+    from dialeval.cli import app
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"context": c, "response": r}) + "\n" for c, r in zip(CONTEXTS, RESPONSES)))
+    base = ["score", "--metric", "rade", "--checkpoint", str(checkpoint), "-i", str(rows)]
+    runner = CliRunner()
+    res = runner.invoke(app, base)
+    assert res.exit_code == 2
+    assert (f"error: {rows}:1: no 'references' field; metric 'rade' needs references; or load it with "
+            "pseudo_references='dailydialog' (`dialeval score --option pseudo_references=dailydialog`), which "
+            "retrieves one for each item from DailyDialog's training dialogues in the data directory (data_dir= or "
+            "--data-dir, else $DIALEVAL_DATA_DIR, else ../shared/data)") in res.stderr
+
+    missing = tmp_path / "no-data"
+    res = runner.invoke(app, [*base, "--option", "pseudo_references=dailydialog", "--data-dir", str(missing)])
+    assert res.exit_code == 2
+    assert ("error: pseudo_references='dailydialog' reads DailyDialog's training dialogues from the data directory: "
+            f"data directory not found (tried: {missing}); pass data_dir=... / --data-dir") in res.stderr
+
+    data = write_dailydialog(tmp_path / "data", {split: TINY_DIALOGUES for split in ("train", "validation", "test")})
+    res = runner.invoke(app, [*base, "--option", "pseudo_references=dailydialog", "--data-dir", str(data)])
+    assert res.exit_code == 0, res.stderr
+    assert "pairs: 3  system score: " in res.stdout and "pseudo_references:dailydialog" in res.stdout
+

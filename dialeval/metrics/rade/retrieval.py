@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from safetensors import safe_open
 
 from ...backbone.encoder import DEFAULT_ENCODER, base_tokenizer, resolve_encoder_path
-from ...errors import InputError
+from ...errors import DataDirNotFound, InputError
 from ...perturb import SimilarTexts, same_text
 from ...textfiles import jsonl_objects
 
@@ -132,7 +132,11 @@ class PseudoReferences:
     def _dailydialog(cls, data_dir: str | Path | None) -> PseudoReferences:
         from ...benchmarks import load_benchmark
 
-        ds = load_benchmark("dailydialog", split="train", data_dir=data_dir)
+        try:
+            ds = load_benchmark("dailydialog", split="train", data_dir=data_dir)
+        except DataDirNotFound as err:
+            raise DataDirNotFound(f"pseudo_references={DAILYDIALOG!r} reads DailyDialog's training dialogues from "
+                                  f"the data directory: {err}") from None
         contexts, replies = [], []
         for turns in ds["utterances"]:
             for i in range(1, len(turns)):

@@ -32,7 +32,7 @@ from ...backbone.batching import length_sorted_batches
 from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer, load_pretrained
 from .inputs import RadeInputBuilder, base_tokenizer
-from .retrieval import ROUTES, PseudoReferences
+from .retrieval import DAILYDIALOG, ROUTES, PseudoReferences
 
 LENGTH_BUCKET = 16
 AGGREGATIONS = ("mean", "max")
@@ -45,6 +45,10 @@ class RadeScorer(LearnedScorer):
     checkpoint_dir = "rade"
     train_command = "dialeval train rade"
     requires_references = True
+    without_references = (f"load it with pseudo_references={DAILYDIALOG!r} (`dialeval score --option "
+                           f"pseudo_references={DAILYDIALOG}`), which retrieves one for each item from DailyDialog's "
+                           "training dialogues in the data directory (data_dir= or --data-dir, else "
+                           "$DIALEVAL_DATA_DIR, else ../shared/data)")
 
     def __init__(self, checkpoint: str | os.PathLike | None = None, *, device: str | torch.device | None = None,
                  reference_aggregation: str = "mean", pseudo_references: str | None = None,
