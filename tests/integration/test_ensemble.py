@@ -30,7 +30,9 @@ def test_the_shipped_checkpoint_scores_an_item_alone_as_in_a_batch(fast_ensemble
     alone = [fast_ensemble.score(contexts=[c], responses=[r]).scores[0] for c, r in zip(CONTEXTS, RESPONSES)]
     assert np.asarray(together.scores).tobytes() == np.asarray(alone).tobytes()
     assert together.metadata["members"] == list(MEMBER_SETS["fast"])
-    assert "member_set:fast" in together.signature and "pone(metric=pone;checkpoint=default" in together.signature
+    assert "member_set:fast" in together.signature and f"|members:{','.join(MEMBER_SETS['fast'])}" in (
+        together.signature)
+    assert len(together.signature) < 300, together.signature  # one readable line (issue 50), not ~900 characters
 
 
 def test_the_evaluate_module_scores_as_the_scorer_and_reloads_for_another_member_set(fast_ensemble):

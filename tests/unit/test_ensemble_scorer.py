@@ -5,6 +5,7 @@ is written by hand; no model, no data."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -17,7 +18,7 @@ from dialeval.errors import InputError
 from dialeval.metrics.ensemble.calibration import EmpiricalCdf
 from dialeval.metrics.ensemble.checkpoint import CheckpointError, EnsembleConfig, MemberSetConfig
 from dialeval.metrics.ensemble.combiners import Combiner
-from dialeval.metrics.ensemble.members import identity
+from dialeval.metrics.ensemble.members import identity, identity_text
 from dialeval.metrics.ensemble.roster import MemberSpec
 from dialeval.metrics.ensemble.scorer import MemberChanged
 from dialeval.scoring import registry
@@ -217,7 +218,11 @@ def test_the_ensemble_scores_through_dialeval_score_and_the_command_line(checkpo
     out = dialeval.score("ensemble", checkpoint=str(checkpoint), member_set="full", contexts=CONTEXTS[:2],
                          responses=RESPONSES[:2])
     assert out.signature.startswith("metric:ensemble|checkpoint:ens|checkpoint_sha256:")
-    assert "members:words(metric=fake_words;scale=2.0),overlap(metric=fake_overlap)" in out.signature
+    identities = ",".join(identity_text(m, ident) for m, ident in dialeval.load_scorer(
+        "ensemble", checkpoint=str(checkpoint), member_set="full").identities.items())
+    assert identities.startswith("words(metric=fake_words;scale=2.0),overlap(metric=fake_overlap),turn_count(")
+    members_sha256 = hashlib.sha256(identities.encode()).hexdigest()[:12]  # the identities, one short field
+    assert f"|members:words,overlap,turn_count|members_sha256:{members_sha256}|" in out.signature
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps({"id": f"x{i}", "context": c, "response": r}) + "\n"
                               for i, (c, r) in enumerate(zip(CONTEXTS[:2], RESPONSES[:2]))))

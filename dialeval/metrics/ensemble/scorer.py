@@ -24,8 +24,9 @@ has no dialogue level.
 
 Loading checks every member against the identity it had when the ensemble was fitted (metric, checkpoint hash,
 encoder hash, settings): a retrained member is an error that says to refit (``dialeval train ensemble``), never a
-silent mix. The signature lists the members' identities (their own signatures without the CPU thread count and
-package versions, which the ensemble's signature gives once).
+silent mix. The signature names the members and the sha256 of their identities (their own signatures without the
+CPU thread count and package versions, which the ensemble's signature gives once; ``scorer.identities`` holds them),
+so that it stays one short line.
 
 Per call, the metadata holds every member's raw and calibrated scores (``<member>_scores``,
 ``<member>_calibrated_scores``) and ``truncated_texts``: the sum of the members' own counts (a text two members cut
@@ -38,6 +39,7 @@ batch.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Any, ClassVar
 
@@ -130,7 +132,10 @@ class EnsembleScorer(Scorer):
         out = {"checkpoint": name, "checkpoint_sha256": self._checkpoint_sha256, "member_set": self.member_set}
         if self.pseudo_references is not None:
             out["pseudo_references"] = str(self.pseudo_references)
-        out["members"] = ",".join(identity_text(m, self.identities[m]) for m in self.members)
+        # the names, and a hash of the identities in full (self.identities): the signature stays one short line
+        out["members"] = ",".join(self.members)
+        identities = ",".join(identity_text(m, self.identities[m]) for m in self.members)
+        out["members_sha256"] = hashlib.sha256(identities.encode("utf-8")).hexdigest()[:12]
         return out
 
     def to(self, device: str | torch.device | None) -> EnsembleScorer:
