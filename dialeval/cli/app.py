@@ -1,7 +1,7 @@
 """Command line (``dialeval --help`` lists every command): scoring and evaluation (``score``, ``benchmark``,
 ``report``, ``compare``, ``scale-benchmark``, ``bench ...``, ``amr-smatch``, ``grade ...``, ``ensemble ...``,
-``list``), encoders (``encoders list|install``), training (``train ...``, ``train-speed``, ``runs``, ``checkpoint ...``) and publishing (``export``,
-``cards ...``, ``release``, ``evaluate-modules``).
+``list``), encoders (``encoders ...``: the named encoders, their install), training (``train ...``, ``train-speed``,
+``runs``, ``checkpoint ...``) and publishing (``export``, ``cards ...``, ``release``, ``evaluate-modules``).
 
 A user's mistake (a :class:`~dialeval.errors.DialevalError`: bad input, an unknown name, a missing file, folder or
 checkpoint) is printed as one line, ``error: ...``, on stderr with exit status 2, whatever the subcommand;
