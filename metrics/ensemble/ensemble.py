@@ -20,19 +20,22 @@ _CITATION = """\
 
 _DESCRIPTION = """\
 dialeval's ensemble scores how appropriate a response is to its dialogue context by combining the library's other
-metrics. Each member (GRADE, PONE, BERT-RUBER's unreferenced score, DynaEval, the context cosine and the reply's
-length in the default `full` set; the encoder-only members in `fast`) scores the item, its raw score is mapped to
-[0, 1] by a fixed calibration stored in the checkpoint, and a combiner combines them (in `full`, a power mean that
-lets one member's low score count more than another's high one). The combiner was chosen by leave-one-benchmark-out
-among those that pass sanity checks on validation data; an item's score never depends on its batch-mates. See the
-card for the leave-one-out table, the weights and what the ensemble cannot do.
+metrics. Each member (GRADE, PONE, BERT-RUBER's unreferenced score, DynaEval and the context cosine in the default
+`full` set: the members whose agreement with human ratings keeps its sign across the training sets; the
+encoder-only members in `fast`; `full+length` adds the reply's length for data whose raters reward long replies)
+scores the item, its raw score is mapped to [0, 1] by a fixed calibration stored in the checkpoint, and a combiner
+combines them (in `full`, the geometric mean, which lets one member's low score count more than another's high one).
+The combiner was chosen by leave-one-benchmark-out, by the number of held-out sets where it beats the set's best
+member, among those that pass sanity checks on validation data; an item's score never depends on its batch-mates.
+See the card for the leave-one-out table, the weights and what the ensemble cannot do.
 """
 
 _ARGUMENTS = """\
     predictions (`list` of `str`): the responses to score.
     contexts (`list` of `list` of `str`): for each response, its context turns, oldest first. A single string per
         item is accepted too.
-    member_set (`str`, optional): "full" (default) or "fast" (the members that share one MiniLM encoder pass).
+    member_set (`str`, optional): "full" (default), "fast" (the members that share one MiniLM encoder pass) or
+        "full+length" (`full` and the reply's length).
     batch_size (`int`, optional): items per member batch (default 32). Scores do not depend on it.
 """
 

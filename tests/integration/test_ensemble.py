@@ -4,7 +4,6 @@ human-rated and calibration sets hold what the design says and the leave-one-out
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +28,10 @@ def test_the_shipped_checkpoint_scores_an_item_alone_as_in_a_batch(fast_ensemble
     together = fast_ensemble.score(contexts=CONTEXTS, responses=RESPONSES, batch_size=2)
     alone = [fast_ensemble.score(contexts=[c], responses=[r]).scores[0] for c, r in zip(CONTEXTS, RESPONSES)]
     assert np.asarray(together.scores).tobytes() == np.asarray(alone).tobytes()
-    assert together.metadata["members"] == list(MEMBER_SETS["fast"])
-    assert "member_set:fast" in together.signature and f"|members:{','.join(MEMBER_SETS['fast'])}" in (
-        together.signature)
+    members = fast_ensemble.chosen.members
+    assert together.metadata["members"] == list(members)
+    assert set(members) <= set(MEMBER_SETS["fast"])  # those the member rule admitted
+    assert "member_set:fast" in together.signature and f"|members:{','.join(members)}" in together.signature
     assert len(together.signature) < 300, together.signature  # one readable line (issue 50), not ~900 characters
 
 
@@ -75,7 +75,11 @@ def test_the_sets_hold_what_the_design_says(data_dir):
                      "usr_topicalchat": 360, "usr_personachat": 300, "fed_turn": 375, "fed_dialogue": 125,
                      "rade_chitchat/test": 418, "rade_emotion/test": 596, "rade_persona/test": 602,
                      "rade_chitchat/validation": 414, "rade_emotion/validation": 542,
-                     "rade_persona/validation": 562}
+                     "rade_persona/validation": 562, "dailydialog_pp/test": 900}
+    discrimination = load_human_set(HELD_OUT[-1], data_dir)  # per context: a human reply, two negatives
+    assert discrimination.human[:6].tolist() == [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+    assert all(it.references == discrimination.items[0].references for it in discrimination.items[:3])
+    assert discrimination.items[0].references[0] != discrimination.items[0].response
     calibration = turn_calibration(data_dir, dialogues=20, seed=0)
     assert calibration.kinds == ("positive",) * 20 + ("negative",) * 20
     assert [it.context for it in calibration.items[:20]] == [it.context for it in calibration.items[20:]]
@@ -89,7 +93,12 @@ def test_the_sets_hold_what_the_design_says(data_dir):
 
 
 @pytest.mark.data
-def test_the_leave_one_out_command_writes_the_table_of_the_ten_held_out_sets(data_dir, tmp_path):
+def test_the_leave_one_out_command_fits_on_the_eleven_sets_and_names_a_fold_it_cannot_fit(data_dir, tmp_path):
+    """Length alone (a control: no model, so the sets score in seconds) agrees with DailyDialog++'s labels at about
+    -0.5, so without RADE's emotion set, where it agrees at about +0.5, its mean over a fold's training sets is below
+    0 and correlation re-scaling has no member to weigh: the command stops and names that fold's sets (DailyDialog++
+    among them). The table itself on real data comes from `dialeval train ensemble` (the card); the unit tests
+    check how it is built."""
     from typer.testing import CliRunner
 
     from dialeval.cli import app
@@ -98,16 +107,8 @@ def test_the_leave_one_out_command_writes_the_table_of_the_ten_held_out_sets(dat
         "ensemble", "loo", "--output-dir", str(tmp_path / "loo"), "--cache-dir", str(tmp_path / "cache"),
         "--data-dir", str(data_dir), "--members", "utterance_length", "--calibration-dialogues", "20",
         "--dialogue-calibration-dialogues", "20", "--bootstrap", "20"])
-    assert result.exit_code == 0, result.output
-    report = json.loads((tmp_path / "loo" / "loo.json").read_text())["member_sets"]["custom"]
-    assert [r["set"] for r in report["rows"]] == [
-        "grade_eval/convai2", "grade_eval/dailydialog", "grade_eval/empatheticdialogues", "usr_topicalchat",
-        "usr_personachat", "fed_turn", "fed_dialogue", "rade_chitchat/test", "rade_emotion/test", "rade_persona/test"]
-    fed_dialogue = report["rows"][6]
-    assert "fed_turn" not in fed_dialogue["training_sets"] and fed_dialogue["members"]["turn_count"] is not None
-    assert "rade_chitchat/validation" not in report["rows"][7]["training_sets"]
-    assert "mean without in-domain sets" in result.output
-    checks = report["checks"]  # the candidates were held to the sanity bar on sanity_turn's validation split
-    assert checks["applies"] and checks["set"] == "checks/sanity_turn/validation"
-    assert checks["required"] == ["dropped", "truncated"]  # where the length alone reaches 0.85
-    assert report["chosen"] in checks["passing"] and "sanity bar" in result.output
+    assert result.exit_code != 0
+    assert ("mme_crs: no member correlates positively with the human ratings of the training sets (grade_eval/convai2"
+            in result.output)
+    assert "dailydialog_pp/test, rade_chitchat/validation, rade_persona/validation)" in result.output
+    assert "dailydialog_pp/test (900 turns)" in result.output  # the discrimination set was scored

@@ -14,6 +14,7 @@ from dialeval.metrics.ensemble.combiners import (
     Combiner,
     CombinerError,
     Unit,
+    admitted,
     agreement,
     fit_candidate,
     fit_mean,
@@ -141,8 +142,11 @@ def test_a_setting_is_chosen_by_leave_one_set_out_inside_the_given_sets_only():
     fitted = fit_candidate("ridge", units, grid=(0.01, 1.0, 100.0))
     assert set(fitted.selection) == {"0.01", "1.0", "100.0"}
     assert fitted.setting["alpha"] == max((0.01, 1.0, 100.0), key=lambda a: fitted.selection[repr(a)])
-    # the same choice again by hand: fit on all sets but one, score the one left out
-    by_hand = np.mean([agreement(fit_ridge([u for u in units if u is not held], 1.0).apply_matrix(MEMBERS, held.X),
+    # the same choice again by hand, on the members the rule admits: fit on all sets but one, score the one left out
+    kept = admitted(units)[0]
+    assert tuple(fitted.weights) == kept
+    units = [u.select(kept) for u in units]
+    by_hand = np.mean([agreement(fit_ridge([u for u in units if u is not held], 1.0).apply_matrix(kept, held.X),
                                  held.y) for held in units])
     assert fitted.selection["1.0"] == pytest.approx(by_hand)
 

@@ -1,4 +1,5 @@
-"""The ensemble's leave-one-benchmark-out never reads the held-out set's group when fitting, chooses the candidate by
+"""The ensemble's leave-one-benchmark-out never reads the held-out set's group when fitting, leaves out a member whose
+agreement with the humans changes sign, chooses the candidate by its count of sets above the set's best member before
 its mean, and reports wins and in-domain cells; the member score cache keys scores by member signature and set
 content. Tiny synthetic score tables, no model."""
 
@@ -12,8 +13,8 @@ import pytest
 from dialeval.errors import InputFileError
 from dialeval.metrics.ensemble.cache import MemberScoreCache, signature_key
 from dialeval.metrics.ensemble.calibration import EmpiricalCdf
-from dialeval.metrics.ensemble.combiners import Unit, agreement, fit_candidate
-from dialeval.metrics.ensemble.loo import leave_one_out
+from dialeval.metrics.ensemble.combiners import CombinerError, Unit, admitted, agreement, fit_candidate
+from dialeval.metrics.ensemble.loo import choose, leave_one_out
 from dialeval.metrics.ensemble.pipeline import Cell, MemberSetData, member_set_data
 from dialeval.metrics.ensemble.roster import MemberSpec
 from dialeval.metrics.ensemble.sets import ItemSet
@@ -49,21 +50,47 @@ def test_the_fit_for_a_held_out_set_never_reads_its_group():
     report = leave_one_out(data, IDENTITY, IDENTITY, member_set="t", n_boot=20, specs=SPECS)
     row = next(r for r in report.rows if r["set"] == "held/g0")
     assert row["training_sets"] == ["train/g1", "train/g2", "train/g3"]
-    # fitted without g0 (where b is what humans follow), the correlation re-scaling gives b nothing ...
-    assert row["fits"]["mme_crs"]["weights"]["b"] == 0.0
+    # fitted without g0 (where b is what humans follow), b agrees negatively on every training set: the rule drops it
+    assert list(row["fits"]["mme_crs"]["weights"]) == ["a"] and list(row["excluded"]) == ["b"]
     # ... and the figure is that of a fit on the other groups alone, by hand
     fold = [u for g, u in data.units if g != "g0"]
     by_hand = fit_candidate("mme_crs", fold).apply({m: IDENTITY[m](data.cells[0].raw[m]) for m in MEMBERS})
     assert row["candidates"]["mme_crs"] == pytest.approx(agreement(by_hand, data.cells[0].human))
-    # had g0 leaked into its own fit, b would weigh something
-    leaked = fit_candidate("mme_crs", [u for _, u in data.units])
+    # had g0 leaked into its own fit with b kept (pinned), b would weigh something
+    leaked = fit_candidate("mme_crs", [u for _, u in data.units], pinned=("b",))
     assert leaked.weights["b"] > 0.0
 
 
-def test_the_report_chooses_by_the_mean_and_counts_wins_and_in_domain_cells():
+def _signs(signs, seed=3):
+    """One unit per entry of ``signs``: humans follow member a, and member b with that sign."""
+    rng = np.random.default_rng(seed)
+    units = []
+    for i, sign in enumerate(signs):
+        X, y = _draw(rng, 150, (1.0, sign * 0.8))
+        units.append(Unit(f"train/s{i}", MEMBERS, X, y))
+    return units
+
+
+def test_a_member_whose_agreement_changes_sign_stays_out_of_every_fit():
+    flips = _signs((1, 1, -1, -1))
+    members, excluded = admitted(flips)
+    assert members == ("a",) and list(excluded) == ["b"]
+    assert "not above 0 on 2 of 4 training sets: train/s2 -" in excluded["b"]
+    for kind in ("mean", "mme_crs", "ridge", "power_0.25"):
+        assert list(fit_candidate(kind, flips).weights) == ["a"]
+    # one set against it is allowed (SIGN_EXCEPTIONS), and a control the member set names is in whatever its sign
+    assert admitted(_signs((1, 1, 1, -1))) == (("a", "b"), {})
+    assert admitted(flips, pinned=("b",)) == (("a", "b"), {})
+    with pytest.raises(CombinerError, match="no member agrees with the humans above 0"):
+        admitted([u.select(("b",)) for u in flips])
+
+
+def test_the_report_chooses_by_wins_over_each_sets_best_member_then_the_mean():
     report = leave_one_out(_data(), IDENTITY, IDENTITY, member_set="t", n_boot=50, specs=SPECS)
     s = report.summary
-    assert report.chosen == max(s["candidate_mean"], key=s["candidate_mean"].get)
+    for k in report.candidates:
+        assert s["above_best_member"][k] == sum(r["candidates"][k] > max(r["members"].values()) for r in report.rows)
+    assert report.chosen == choose(report.candidates, s["above_best_member"], s["candidate_mean"])
     assert s["n_sets"] == 4 and s["n_sets_out_of_domain"] == 3
     assert s["candidate_mean_out_of_domain"][report.chosen] == pytest.approx(
         np.mean([r["candidates"][report.chosen] for r in report.rows if not r["in_domain"]]))
@@ -74,6 +101,13 @@ def test_the_report_chooses_by_the_mean_and_counts_wins_and_in_domain_cells():
         assert ci["ci_low"] <= ci["difference"] <= ci["ci_high"]
         assert r["best_member"] == max(MEMBERS, key=lambda m: r["members"][m])
     assert json.loads(json.dumps(report.to_json()))["chosen"] == report.chosen
+
+
+def test_a_candidate_with_the_better_mean_but_fewer_sets_above_the_best_member_loses():
+    above, means = {"mean": 6, "ridge": 8, "power_0": 8}, {"mean": 0.40, "ridge": 0.35, "power_0": 0.36}
+    assert choose(("mean", "ridge", "power_0"), above, means) == "power_0"  # 8 sets beat 6, the mean breaks the tie
+    assert choose(("mean", "ridge"), above, means) == "ridge"
+    assert choose(("mean",), above, means) == "mean"  # only what the sanity bar admitted is eligible
 
 
 # -- the member score cache -----------------------------------------------------------------------------------------
@@ -99,8 +133,9 @@ def test_the_cache_keys_scores_by_member_signature_and_set_content(tmp_path):
 
 
 # -- the shipped combination: chosen by the leave-one-out, refitted on every training set, saved and read back --------
-def _prepared(seed=1):
-    """A Prepared of two members on four groups (humans follow 0.7 a + 0.3 b everywhere), a dialogue cell too."""
+def _prepared(seed=1, b_signs=(1, 1, 1, 1)):
+    """A Prepared of two members on four groups (humans follow 0.7 a + 0.3 b, b's sign in group g
+    ``b_signs[g]``), a dialogue cell too."""
     from dialeval.metrics.ensemble.collect import MemberRun, ScoreTables
     from dialeval.metrics.ensemble.pipeline import FitSettings, Prepared
     from dialeval.metrics.ensemble.sets import HumanSet
@@ -108,8 +143,8 @@ def _prepared(seed=1):
     rng = np.random.default_rng(seed)
     scores, sets, training, held_out = {}, {}, [], []
 
-    def add(key, level, n):
-        X, y = _draw(rng, n, (0.7, 0.3))
+    def add(key, level, n, sign=1):
+        X, y = _draw(rng, n, (0.7, 0.3 * sign))
         if level == "turn":
             items = tuple(normalize_items(["Hi."] * n, ["Hello."] * n))
             sets[key] = ItemSet(key, "turn", tuple(f"{key}/{i}" for i in range(n)), items=items, human=y)
@@ -121,8 +156,8 @@ def _prepared(seed=1):
         scores[key] = {"a": X[:, 0], "b": X[:, 1]}
 
     for g in range(4):
-        add(f"train/g{g}", "turn", 120)
-        add(f"held/g{g}", "turn", 80)
+        add(f"train/g{g}", "turn", 120, b_signs[g])
+        add(f"held/g{g}", "turn", 80, b_signs[g])
         training.append(HumanSet(f"train/g{g}", "x", "test", "overall", "turn", f"g{g}"))
         held_out.append(HumanSet(f"held/g{g}", "x", "test", "overall", "turn", f"g{g}"))
     add("held/dialogues", "dialogue", 60)
@@ -151,6 +186,19 @@ def test_the_chosen_candidate_is_refitted_on_every_training_set_and_saved(tmp_pa
     assert loaded.member_sets["full"].turn == member_set.turn and loaded.identities == {m: {"metric": m}
                                                                                         for m in MEMBERS}
     assert loaded.to_json() == config.to_json()
+
+
+def test_the_shipped_member_set_holds_the_members_the_rule_admitted_on_every_training_set():
+    from dialeval.metrics.ensemble.fit import fit_member_set
+
+    member_set, report = fit_member_set(_prepared(b_signs=(1, 1, -1, -1)), "full", MEMBERS, n_boot=20)
+    assert member_set.members == ("a",) and member_set.dialogue_members == ("a",)
+    assert list(member_set.turn.weights) == ["a"] and member_set.extra["pool"] == ["a", "b"]
+    assert list(member_set.extra["excluded"]) == ["b"]
+    # fold by fold: without g2 or g3, b is below 0 on one training set only (allowed) and joins that fold's fit
+    assert {r["set"]: list(r["excluded"]) for r in report.rows} == {
+        "held/g0": ["b"], "held/g1": ["b"], "held/g2": [], "held/g3": [], "held/dialogues": ["b"]}
+    assert list(report.rows[2]["fits"][report.chosen]["weights"]) == ["a", "b"]
 
 
 # -- the sanity bar: a candidate that prefers a parrot is not chosen, however well it agrees with humans -------------

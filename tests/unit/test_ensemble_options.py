@@ -1,5 +1,6 @@
-"""The ensemble's member sets and training options: references never join by default, a dialogue-level weight comes
-from the turn-level one, and the training loop's options are refused (the ensemble has no loop)."""
+"""The ensemble's member sets and training options: references and controls (length, turn count) never join by
+default, a dialogue-level weight comes from the turn-level one, and the training loop's options are refused (the
+ensemble has no loop)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from dialeval.metrics.ensemble.combiners import Combiner
 from dialeval.metrics.ensemble.members import dialogue_combiner
 from dialeval.metrics.ensemble.options import EnsembleLooOptions, EnsembleTrainingOptions
-from dialeval.metrics.ensemble.roster import MEMBER_SETS, MEMBERS, WITH_REFERENCES, dialogue_members
+from dialeval.metrics.ensemble.roster import CONTROLS, MEMBER_SETS, MEMBERS, WITH_REFERENCES, dialogue_members
 from dialeval.training.options import TrainingOptionsError
 
 
@@ -17,6 +18,13 @@ def test_only_the_counterpart_with_references_reads_them():
         reads = any(MEMBERS[m].reads_references for m in members)
         assert reads == (name in WITH_REFERENCES.values()), name
     assert set(MEMBER_SETS["fast"]) <= set(MEMBER_SETS["full"])
+
+
+def test_a_control_is_only_in_the_set_that_names_it():
+    for name, members in MEMBER_SETS.items():
+        assert any(m in CONTROLS for m in members) == (name == "full+length"), name
+    assert dialogue_members(MEMBER_SETS["full"]) == MEMBER_SETS["full"]  # no turn count beside it either
+    assert dialogue_members(MEMBER_SETS["full+length"])[-2:] == CONTROLS
 
 
 def test_the_dialogue_weights_are_the_turn_weights_with_length_shared_by_turn_count():
@@ -37,6 +45,8 @@ def test_the_dialogue_weights_are_the_turn_weights_with_length_shared_by_turn_co
     (dict(full_members="grade,grade"), "named twice"),
     (dict(fast_members="pone,bleu"), "unknown member 'bleu'"),
     (dict(full_members="grade,turn_count"), "turn_count is a dialogue-level member"),
+    (dict(full_members="grade,utterance_length"), "full_members: utterance_length is a control"),
+    (dict(fast_members="pone,utterance_length"), "fast_members: utterance_length is a control"),
 ])
 def test_options_the_ensemble_cannot_use_are_refused_naming_the_option(bad, message):
     with pytest.raises(TrainingOptionsError, match=message):
@@ -45,6 +55,8 @@ def test_options_the_ensemble_cannot_use_are_refused_naming_the_option(bad, mess
 
 def test_the_member_sets_of_the_options():
     lists = EnsembleTrainingOptions(output_dir="runs/x").member_lists()
-    assert lists == {"full": MEMBER_SETS["full"], "fast": MEMBER_SETS["fast"], "full+rade": MEMBER_SETS["full+rade"]}
+    assert lists == {name: MEMBER_SETS[name] for name in ("full", "fast", "full+rade", "full+length")}
     custom = EnsembleLooOptions(output_dir="runs/x", members="pone,amr_eval").member_lists()
     assert custom == {"custom": ("pone", "amr_eval")}
+    assert EnsembleTrainingOptions(output_dir="runs/x", full_members="grade,pone").member_lists()["full+length"] == (
+        "grade", "pone", "utterance_length")

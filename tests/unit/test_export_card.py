@@ -363,7 +363,7 @@ def test_export_of_the_ensemble_is_its_config_as_shipped_and_a_card_listing_ever
     repos = {"grade": "grade", "pone": "pone", "bert_ruber_unref": "bert_ruber", "dynaeval": "dynaeval",
              "rade": "rade"}
     assert [m["name"] for m in config["members"]] == [
-        "grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "utterance_length", "turn_count", "rade"]
+        "grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "rade", "utterance_length", "turn_count"]
     for member in config["members"]:
         row = [line for line in members.splitlines() if line.startswith(f"| {member['name']} |")]
         assert len(row) == 1, member["name"]

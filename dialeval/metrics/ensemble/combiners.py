@@ -4,6 +4,15 @@ Training data is a list of :class:`Unit`: one human-rated set each, its items' c
 one column per member, in [0, 1]) and its human target. The agreement of a score with a set's humans is
 ``(Pearson + Spearman) / 2`` (:func:`agreement`); every set counts once, whatever its size.
 
+**The member rule** (:func:`admitted`, issue 49; written down before the leave-one-out was read with it): a member
+enters a fit only where its agreement with the humans is above 0 on every training set the fit is given but at most
+:data:`SIGN_EXCEPTIONS` of them. A member whose agreement changes sign from corpus to corpus (reply length: negative
+on GRADE's DailyDialog sets, positive on USR-TopicalChat) adds noise wherever the sign is the other one, and no fixed
+combination can know which corpus it is on. Members the caller ``pinned`` (the controls a member set names
+explicitly, :data:`~.roster.CONTROLS`) are exempt: they are in because someone asked for them. Every candidate, in
+every fold, applies the rule to its own training sets (:func:`fit_candidate`); its weights name the admitted members
+only.
+
 Candidates (:data:`CANDIDATES`):
 
 * ``mean`` -- the unweighted mean of the calibrated scores (the reference point; nothing fitted);
@@ -41,8 +50,8 @@ from scipy import stats as sps
 
 from ...errors import InputError
 
-__all__ = ["CANDIDATES", "GEOMETRIC_FLOOR", "GRIDS", "POWERS", "Combiner", "CombinerError", "Unit", "agreement",
-           "fit_candidate", "fit_mean", "fit_mme_crs", "fit_power_mean", "fit_ridge"]
+__all__ = ["CANDIDATES", "GEOMETRIC_FLOOR", "GRIDS", "POWERS", "SIGN_EXCEPTIONS", "Combiner", "CombinerError", "Unit",
+           "admitted", "agreement", "fit_candidate", "fit_mean", "fit_mme_crs", "fit_power_mean", "fit_ridge"]
 
 #: the power-mean candidates and their exponents, from the plain mean (p = 1, ``mean``) towards the minimum
 POWERS: dict[str, float] = {"power_0.5": 0.5, "power_0.25": 0.25, "power_0": 0.0}
@@ -55,6 +64,8 @@ GRIDS: dict[str, tuple[float, ...]] = {"mme_crs": (1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
                                        "ridge": (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)}
 #: the name of each candidate's setting
 SETTING = {"mme_crs": "k", "ridge": "alpha"}
+#: the member rule: on how many of a fit's training sets a member's agreement may be at or below 0 (:func:`admitted`)
+SIGN_EXCEPTIONS = 1
 
 
 class CombinerError(InputError):
@@ -97,6 +108,10 @@ class Unit:
             raise CombinerError(f"set {self.name}: every human score is {y[0]}; nothing to fit")
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
+
+    def select(self, members: Sequence[str]) -> Unit:
+        """This set with the columns of ``members`` only, in that order."""
+        return Unit(self.name, tuple(members), self.X[:, [self.members.index(m) for m in members]], self.y)
 
     def agreements(self) -> tuple[float, ...]:
         """Each member's agreement with the humans of this set (computed once; NaN for a constant member)."""
@@ -175,6 +190,23 @@ class Combiner:
         return cls(kind=data["kind"], weights={str(k): float(v) for k, v in weights.items()},
                    intercept=float(intercept), setting=dict(data.get("setting", {})),
                    selection=dict(data.get("selection", {})))
+
+
+def admitted(units: Sequence[Unit], pinned: Sequence[str] = ()) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The member rule (module docstring): the members of ``units`` that enter a fit on them, in their order, and
+    for each member left out, why (the sets where its agreement is not above 0). No member admitted is an error."""
+    members = _members_of(units)
+    kept, excluded = [], {}
+    for j, m in enumerate(members):
+        against = [f"{u.name} {u.agreements()[j]:+.3f}" for u in units if not u.agreements()[j] > 0]
+        if m in pinned or len(against) <= SIGN_EXCEPTIONS:
+            kept.append(m)
+        else:
+            excluded[m] = f"not above 0 on {len(against)} of {len(units)} training sets: {', '.join(against)}"
+    if not kept:
+        raise CombinerError(f"no member agrees with the humans above 0 on all but {SIGN_EXCEPTIONS} of the training "
+                            f"sets ({', '.join(u.name for u in units)})")
+    return tuple(kept), excluded
 
 
 # -- the candidates -----------------------------------------------------------------------------------------------
@@ -260,11 +292,13 @@ def _fit(kind: str, units: Sequence[Unit], value: float | None) -> Combiner:
     raise CombinerError(f"unknown combiner {kind!r}; candidates: {', '.join(CANDIDATES)}")
 
 
-def fit_candidate(kind: str, units: Sequence[Unit], grid: Sequence[float] | None = None) -> Combiner:
-    """Candidate ``kind`` fitted on ``units``, its setting chosen from ``grid`` (default :data:`GRIDS`) by
-    leave-one-set-out inside ``units`` (see the module docstring); ``mean`` and the power means have no setting to
-    choose."""
-    members = _members_of(units)
+def fit_candidate(kind: str, units: Sequence[Unit], grid: Sequence[float] | None = None, *,
+                  pinned: Sequence[str] = ()) -> Combiner:
+    """Candidate ``kind`` fitted on ``units``, on the members the rule admits there (:func:`admitted`; ``pinned``
+    exempt from it), its setting chosen from ``grid`` (default :data:`GRIDS`) by leave-one-set-out inside ``units``
+    (see the module docstring); ``mean`` and the power means have no setting to choose."""
+    members = admitted(units, pinned)[0]
+    units = [u.select(members) for u in units]
     if kind == "mean":
         return fit_mean(units)
     if kind in POWERS:

@@ -1,13 +1,14 @@
 """The shipped combination: for each member set, the candidate the leave-one-out chose, refitted on every training
 set, and the checkpoint config that holds it (:class:`~.checkpoint.EnsembleConfig`).
 
-:func:`fit_member_set` fits every candidate on all the set's training units (a setting chosen by leave-one-set-out
-over all of them), checks each refitted candidate against the sanity bar (:func:`~.checks.sanity_check`), runs the
-leave-one-out (:func:`~.loo.leave_one_out`) and ships the candidate with the highest mean over the held-out sets
-among those that cleared the bar (among all of them where none did, which the record says); the dialogue-level
-combiner is the turn-level one carried to the dialogue members (:func:`~.members.dialogue_combiner`) where every
-member has a dialogue form. :func:`build_config` puts the member sets, the members (with their identities at
-fitting time) and their calibrations in one config.
+:func:`fit_member_set` fits every candidate on all the set's training units, on the members the member rule admits
+there (:func:`~.combiners.admitted`; a setting chosen by leave-one-set-out over all of them), checks each refitted
+candidate against the sanity bar (:func:`~.checks.sanity_check`, with the admitted members), runs the leave-one-out
+(:func:`~.loo.leave_one_out`) and ships the candidate it chose among those that cleared the bar (among all of them
+where none did, which the record says). The shipped set's members are the admitted ones (the record keeps who the
+rule left out and why); the dialogue-level combiner is the turn-level one carried to their dialogue forms
+(:func:`~.members.dialogue_combiner`) where every admitted member has one. :func:`build_config` puts the member sets,
+the members (with their identities at fitting time) and their calibrations in one config.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from typing import Any
 
 from .checkpoint import EnsembleConfig, MemberSetConfig
 from .checks import sanity_check
-from .combiners import CANDIDATES, Combiner, fit_candidate
+from .combiners import CANDIDATES, Combiner, admitted, fit_candidate
 from .loo import LooReport, leave_one_out
 from .members import dialogue_combiner
+from .roster import dialogue_members
 from .pipeline import MemberSetData, Prepared, member_set_data
 
 __all__ = ["build_config", "fit_member_set", "measure_member_set", "member_costs"]
@@ -33,8 +35,9 @@ def measure_member_set(prepared: Prepared, name: str, members: Sequence[str], *,
     which chooses among those that cleared it (module docstring): the report (its ``checks`` filled), the refitted
     candidates and the member set's data."""
     data = member_set_data(prepared, members)
-    refitted = {kind: fit_candidate(kind, [u for _, u in data.units]) for kind in candidates}
-    checks = sanity_check(prepared, data.members, refitted)
+    units = [u for _, u in data.units]
+    refitted = {kind: fit_candidate(kind, units, pinned=data.pinned) for kind in candidates}
+    checks = sanity_check(prepared, admitted(units, data.pinned)[0], refitted)
     report = leave_one_out(data, prepared.turn_calibration, prepared.dialogue_calibration, member_set=name,
                            candidates=candidates, admissible=checks["passing"] or None, checks=checks,
                            n_boot=n_boot, seed=seed, specs=prepared.specs)
@@ -47,21 +50,25 @@ def fit_member_set(prepared: Prepared, name: str, members: Sequence[str], *, can
     report, refitted, data = measure_member_set(prepared, name, members, candidates=candidates, n_boot=n_boot,
                                                 seed=seed)
     units = [u for _, u in data.units]
+    shipped, excluded = admitted(units, data.pinned)
     turn = refitted[report.chosen]
-    has_dialogue = all("dialogue" in prepared.specs[m].levels for m in data.members)
+    has_dialogue = all("dialogue" in prepared.specs[m].levels for m in shipped)
     dialogue = dialogue_combiner(turn, prepared.specs) if has_dialogue else None
     s = report.summary
     extra = {
         "training_sets": [u.name for u in units],
         "left_out": data.left_out,
+        "pool": list(data.members),
+        "excluded": excluded,
         "loo": {"chosen": report.chosen, "n_sets": s["n_sets"], "candidate_mean": s["candidate_mean"],
+                "above_best_member": s["above_best_member"],
                 "candidate_mean_out_of_domain": s["candidate_mean_out_of_domain"], "member_mean": s["member_mean"],
                 "best_member": s["best_member"], "margin_over_best_member": s["margin_over_best_member"],
                 "wins": s["wins"]},
         "checks": _checks_record(report),
     }
-    return MemberSetConfig(name, tuple(data.members), data.dialogue_members if has_dialogue else (),
-                           any(prepared.specs[m].reads_references for m in data.members), turn, dialogue, extra), report
+    return MemberSetConfig(name, shipped, dialogue_members(shipped, prepared.specs) if has_dialogue else (),
+                           any(prepared.specs[m].reads_references for m in shipped), turn, dialogue, extra), report
 
 
 def _checks_record(report: LooReport) -> dict[str, Any]:

@@ -7,11 +7,17 @@ dialogue-level cell uses the turn-level fit carried to the dialogue members (:fu
 Nothing of the held-out cell's group is read by the fit: the calibrations come from DailyDialog, not from the human
 sets.
 
+Every fit applies the member rule to its fold's training sets (:func:`~.combiners.admitted`), so a member can be
+in one fold's combination and out of another's; each row records who the rule left out and why.
+
 One figure per (cell, column): ``(Pearson + Spearman) / 2`` with the cell's human target; a member's column is its
 raw score (as the member alone is used). The report (:class:`LooReport`) holds, per candidate, the mean over the
-cells and over the cells where no member is in-domain; the candidate with the highest mean among the admissible ones
-(``chosen``; ``admissible``: the candidates that cleared the sanity bar of :mod:`.checks`, all where None); how many
-cells it wins against each member; and per cell a paired bootstrap 95% CI of (chosen - the cell's best member), from
+cells, the mean over the cells where no member is in-domain, and on how many cells it is above the cell's best member
+(``above_best_member``: the user's worst case, the member they would have done better to pick). The ``chosen``
+candidate is, among the admissible ones (those that cleared the sanity bar of :mod:`.checks`, all where None), the
+one above the best member on the most cells, the higher mean breaking a tie (issue 49: a combination earns its place
+where no single member would have served better, not by its mean). The report also holds how many cells the chosen
+one wins against each member, and per cell a paired bootstrap 95% CI of (chosen - the cell's best member), from
 :func:`dialeval.evaluation.stats.relative_average_gain` on that one cell.
 """
 
@@ -25,12 +31,12 @@ import numpy as np
 
 from ...evaluation.stats import relative_average_gain
 from .calibration import EmpiricalCdf
-from .combiners import CANDIDATES, Combiner, agreement, fit_candidate
+from .combiners import CANDIDATES, Combiner, admitted, agreement, fit_candidate
 from .members import dialogue_combiner
 from .pipeline import Cell, MemberSetData
 from .roster import MEMBERS, MemberSpec
 
-__all__ = ["LooReport", "cell_scores", "leave_one_out"]
+__all__ = ["LooReport", "cell_scores", "choose", "leave_one_out"]
 
 
 def cell_scores(combiner: Combiner, cell: Cell, turn_cal: Mapping[str, EmpiricalCdf],
@@ -71,6 +77,13 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return float(np.mean(kept)) if kept else None
 
 
+def choose(eligible: Sequence[str], above_best_member: Mapping[str, int],
+           means: Mapping[str, float | None]) -> str:
+    """The selection criterion (module docstring): most sets above the set's best member, then the higher mean; the
+    first of ``eligible`` where both tie."""
+    return max(eligible, key=lambda k: (above_best_member[k], -np.inf if means[k] is None else means[k]))
+
+
 def leave_one_out(data: MemberSetData, turn_cal: Mapping[str, EmpiricalCdf],
                   dialogue_cal: Mapping[str, EmpiricalCdf], *, member_set: str = "custom",
                   candidates: Sequence[str] = CANDIDATES, admissible: Sequence[str] | None = None,
@@ -92,26 +105,27 @@ def leave_one_out(data: MemberSetData, turn_cal: Mapping[str, EmpiricalCdf],
             "set": cell.key, "level": cell.level, "n": int(len(cell.human)), "n_missing_human": cell.n_missing_human,
             "in_domain": list(cell.in_domain), "training_sets": [u.name for u in fold],
             "members": {m: (agreement(cell.raw[m], cell.human) if m in cell.raw else None) for m in columns},
-            "candidates": {}, "fits": {},
+            "excluded": admitted(fold, data.pinned)[1], "candidates": {}, "fits": {},
         }
+        present = {m: v for m, v in row["members"].items() if v is not None and np.isfinite(v)}
+        row["best_member"] = max(present, key=present.get)
         scores = {}
         for kind in candidates:
-            fitted = fit_candidate(kind, fold)
+            fitted = fit_candidate(kind, fold, pinned=data.pinned)
             scores[kind] = cell_scores(fitted, cell, turn_cal, dialogue_cal, specs)
             row["candidates"][kind] = agreement(scores[kind], cell.human)
             row["fits"][kind] = fitted.to_json()
         rows.append(row)
         combined.append(scores)
     means = {k: _mean([r["candidates"][k] for r in rows]) for k in candidates}
-    chosen = max(eligible, key=lambda k: -np.inf if means[k] is None else means[k])
+    above = {k: sum(1 for r in rows if r["candidates"][k] > r["members"][r["best_member"]]) for k in candidates}
+    chosen = choose(eligible, above, means)
     out_of_domain = [r for r in rows if not r["in_domain"]]
     member_means = {m: _mean([r["members"][m] for r in rows]) for m in columns}
     member_cells = {m: sum(r["members"][m] is not None for r in rows) for m in columns}
     for row, cell, scores in zip(rows, data.cells, combined):
-        present = {m: v for m, v in row["members"].items() if v is not None and np.isfinite(v)}
-        best = max(present, key=present.get)
-        gain = relative_average_gain([(scores[chosen], cell.raw[best], cell.human)], n_boot=n_boot, seed=seed)
-        row["best_member"] = best
+        gain = relative_average_gain([(scores[chosen], cell.raw[row["best_member"]], cell.human)], n_boot=n_boot,
+                                     seed=seed)
         row["versus_best_member"] = {"difference": gain["difference"], "ci_low": gain["difference_ci_low"],
                                      "ci_high": gain["difference_ci_high"], "p_bootstrap": gain["p_bootstrap"]}
     wins = {m: {"wins": sum(1 for r in rows if r["members"][m] is not None
@@ -122,6 +136,7 @@ def leave_one_out(data: MemberSetData, turn_cal: Mapping[str, EmpiricalCdf],
     summary = {
         "n_sets": len(rows),
         "candidate_mean": means,
+        "above_best_member": above,
         "admissible": list(eligible),
         "candidate_mean_out_of_domain": {k: _mean([r["candidates"][k] for r in out_of_domain]) for k in candidates},
         "member_mean": member_means,

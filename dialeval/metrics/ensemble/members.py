@@ -5,9 +5,11 @@ A member is a metric of the registry (``load_scorer(metric, **options)``), so th
 when the ensemble is fitted; ``turn_count`` (:class:`TurnCountScorer`, the number of turns) is built in here.
 
 At dialogue level every member gives its own dialogue score (DynaEval's native one; the mean of a turn member's
-scores over turns 2..n; ``utterance_length``'s mean words per turn) and ``turn_count`` joins. With no dialogue-level
-human set to fit on, the dialogue weights are the turn-level ones (:func:`dialogue_combiner`): ``turn_count`` and
-``utterance_length`` share the length weight equally (both say how much was said). RADE has no dialogue form.
+scores over turns 2..n; ``utterance_length``'s mean words per turn) and, beside length, ``turn_count`` joins. With no
+dialogue-level human set to fit on, the dialogue weights are the turn-level ones (:func:`dialogue_combiner`):
+``turn_count`` and ``utterance_length`` share the length weight equally (both say how much was said), so the number
+of turns is in a combination exactly where length is: only in a member set that names that control. RADE has no
+dialogue form.
 
 Members that run the same text encoder share one :class:`~dialeval.backbone.Encoder` (and its embedding cache) when
 the encoder is the same model at the same maximum length (:func:`load_members`): PONE, BERT-RUBER and

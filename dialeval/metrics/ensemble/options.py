@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ...training.options import TrainingOptions, TrainingOptionsError, option
-from .roster import MEMBER_SETS, MEMBERS, WITH_REFERENCES
+from .roster import CONTROLS, MEMBER_SETS, MEMBERS, WITH_REFERENCES
 
 __all__ = ["EnsembleLooOptions", "EnsembleTrainingOptions", "parse_members"]
 
@@ -67,8 +67,10 @@ class EnsembleTrainingOptions(TrainingOptions):
     cache_dir: str | None = option(None, help="Member score cache folder (default: ~/.cache/dialeval/ensemble; "
                                               "$DIALEVAL_CACHE_DIR/ensemble when set).")
     full_members: str = option(",".join(MEMBER_SETS["full"]),
-                               help="Members of the default set 'full' (comma-separated; amr_eval may join).")
-    fast_members: str = option(",".join(MEMBER_SETS["fast"]), help="Members of the set 'fast' (comma-separated).")
+                               help="Members the default set 'full' may use (comma-separated; amr_eval may join; "
+                                    "the member rule decides which enter).")
+    fast_members: str = option(",".join(MEMBER_SETS["fast"]), help="Members the set 'fast' may use "
+                                                                   "(comma-separated).")
     reference_members: str = option(
         ",".join(m for m in MEMBER_SETS[WITH_REFERENCES["full"]] if m not in MEMBER_SETS["full"]),
         help="Members added to 'full' in its counterpart with references (read only with use_references=True).")
@@ -105,7 +107,12 @@ class EnsembleTrainingOptions(TrainingOptions):
         fast = parse_members(self.fast_members, "fast_members")
         if any(MEMBERS[m].reads_references for m in fast):
             raise TrainingOptionsError("fast_members: a member that reads references cannot be in 'fast'")
-        return {"full": full, "fast": fast, WITH_REFERENCES["full"]: (*full, *refs)}
+        for what, names in (("full_members", full), ("fast_members", fast)):
+            if any(m in CONTROLS for m in names):
+                raise TrainingOptionsError(f"{what}: {next(m for m in names if m in CONTROLS)} is a control (its "
+                                           "agreement with humans changes sign); it joins only 'full+length'")
+        length = tuple(m for m in MEMBER_SETS["full+length"] if m in CONTROLS)
+        return {"full": full, "fast": fast, WITH_REFERENCES["full"]: (*full, *refs), "full+length": (*full, *length)}
 
 
 @dataclass(kw_only=True)

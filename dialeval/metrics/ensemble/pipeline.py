@@ -28,7 +28,7 @@ from .cache import MemberScoreCache
 from .calibration import DEFAULT_POINTS, EmpiricalCdf
 from .collect import Job, ScoreTables, collect_scores
 from .combiners import Unit
-from .roster import MEMBERS, MemberSpec, dialogue_members
+from .roster import CONTROLS, MEMBERS, MemberSpec, dialogue_members
 from .sets import (
     HELD_OUT,
     HumanSet,
@@ -174,6 +174,8 @@ class MemberSetData:
     #: training units and cells the member set cannot score, and why
     left_out: dict[str, str]
     missing_human: dict[str, int]
+    #: the controls the member set names: exempt from the member rule (:func:`~.combiners.admitted`)
+    pinned: tuple[str, ...] = ()
 
 
 def _scorable(prepared: Prepared, members: Sequence[str], key: str, level: str) -> str | None:
@@ -221,4 +223,5 @@ def member_set_data(prepared: Prepared, members: Sequence[str]) -> MemberSetData
         raw = {m: prepared.tables.raw(h.key, m)[keep] for m in names}
         cells.append(Cell(h.key, h.level, h.group, tuple(m for m in h.in_domain if m in members),
                           item_set.human[keep], raw, int((~keep).sum())))
-    return MemberSetData(members, d_members, units, cells, left_out, missing_human)
+    return MemberSetData(members, d_members, units, cells, left_out, missing_human,
+                         tuple(m for m in members if m in CONTROLS))

@@ -2,8 +2,10 @@
 
 Rows are the held-out sets, columns every member and every combiner candidate, cells ``(Pearson + Spearman) / 2``;
 a cell where a member of the set is in-domain (trained on that set's own training split) carries ``*``. Below: the
-mean over the sets, the mean over the sets without an in-domain member, the chosen candidate's wins against each
-member, and the last column, the chosen candidate minus the set's best member with its paired bootstrap 95% CI.
+mean over the sets, the mean over the sets without an in-domain member, each candidate's count of sets where it is
+above the set's best member (what chooses it, before the mean), the chosen candidate's wins against each member,
+and the last column, the chosen candidate minus the set's best member with its paired bootstrap 95% CI; then the
+members the member rule left out of a fold's fit.
 Under the table, the sanity bar (:mod:`.checks`): each member's and each refitted candidate's accuracy per
 perturbation of the check set, and which candidates cleared it.
 """
@@ -55,14 +57,21 @@ def format_loo(report: LooReport) -> str:
     lines.append(f"{'mean without in-domain sets':<{LABEL}} {s['n_sets_out_of_domain']:>5} " + " ".join(
         [_cell(s["member_mean_out_of_domain"][c]) for c in columns]
         + [_cell(s["candidate_mean_out_of_domain"][k]) for k in candidates]))
+    lines.append(f"{'above the set' + chr(39) + 's best member':<{LABEL}} {'':>5} " + " ".join(
+        [f"{'':>{WIDTH}}" for _ in columns]
+        + [f"{str(s['above_best_member'][k]) + '/' + str(s['n_sets']):>{WIDTH}}" for k in candidates]))
     lines.append(f"{'wins of ' + chosen:<{LABEL}} {'':>5} " + " ".join(
         f"{str(s['wins'][c]['wins']) + '/' + str(s['wins'][c]['sets']):>{WIDTH}}" for c in columns))
     if s["best_member"] is not None:
-        lines.append(f"{chosen}: mean {s['candidate_mean'][chosen]:.3f}, best member {s['best_member']} "
+        lines.append(f"{chosen}: above the set's best member on {s['above_best_member'][chosen]} of {s['n_sets']}; "
+                     f"mean {s['candidate_mean'][chosen]:.3f}, best member {s['best_member']} "
                      f"{s['member_mean'][s['best_member']]:.3f} (margin {s['margin_over_best_member']:+.3f}); "
                      f"fewest wins against a member scored on every set: {s['fewest_wins']} of {s['n_sets']}")
     lines.append("* a member of the set is in-domain there (trained on the set's own training split); "
                  "cells: (Pearson + Spearman) / 2")
+    for r in report.rows:
+        for member, why in r["excluded"].items():
+            lines.append(f"member rule, without {r['set']}: {member} left out ({why})")
     for key, why in report.left_out.items():
         lines.append(f"not scored: {key} ({why})")
     lines += _format_checks(report)

@@ -1,18 +1,25 @@
 """Who the ensemble's members are, as data: :class:`MemberSpec`, the known members (:data:`MEMBERS`), the member sets
-(:data:`MEMBER_SETS`) and how the dialogue level maps onto them. Light to import (no torch, no model): the training
-options and the command line read it.
+(:data:`MEMBER_SETS`), the controls (:data:`CONTROLS`) and how the dialogue level maps onto them. Light to import (no
+torch, no model): the training options and the command line read it.
+
+A member set lists the members a fit may use; which of them enter is the member rule's decision, made on the
+training sets (:func:`~.combiners.admitted`: a member whose agreement with the humans is not above 0 on more than one
+training set stays out). The shipped set's members are the ones the rule admitted on every training set.
 
 * ``full`` -- the learned scorers that need no reference (GRADE, PONE, BERT-RUBER's unreferenced score, DynaEval)
-  and the cheap baselines ``context_cosine`` and ``utterance_length``;
+  and the context cosine;
 * ``fast`` -- the members that are one MiniLM encoder pass and a small head or a cosine (PONE, BERT-RUBER
-  unreferenced, ``context_cosine``) plus length: no cross-encoder (GRADE), no graph network (DynaEval's GCN);
+  unreferenced, ``context_cosine``): no cross-encoder (GRADE), no graph network (DynaEval's GCN);
 * ``full+rade`` -- ``full`` and RADE, which reads a reference per reply (:data:`WITH_REFERENCES`): only for a user
-  who gives references (or asks for RADE's pseudo-references), never by default.
+  who gives references (or asks for RADE's pseudo-references), never by default;
+* ``full+length`` -- ``full`` and the reply's length (:data:`CONTROLS`), for a user who knows that the raters of
+  their data reward long replies: a control is in wherever a member set names it, exempt from the rule, and no
+  default set names one.
 
 ``amr_eval`` (the AMR evaluator's small model without its LLM judge) is a known member that no set holds by
 default; ``turn_count`` is built in (dialogue level only). At dialogue level a member set's members are its members
 with a dialogue form plus those that share a weight with them (:data:`DIALOGUE_SHARES`: ``utterance_length`` and
-``turn_count`` share the length weight).
+``turn_count`` share the length weight), so the number of turns is a control too and joins only beside length.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from typing import Any
 
 from ...errors import InputError
 
-__all__ = ["BUILT_IN_NAMES", "DIALOGUE_SHARES", "MEMBERS", "MEMBER_SETS", "WITH_REFERENCES", "MemberSpec",
+__all__ = ["BUILT_IN_NAMES", "CONTROLS", "DIALOGUE_SHARES", "MEMBERS", "MEMBER_SETS", "WITH_REFERENCES", "MemberSpec",
            "dialogue_members"]
 
 #: members computed by the ensemble itself (no registry metric)
@@ -72,12 +79,16 @@ MEMBERS: dict[str, MemberSpec] = {m.name: m for m in (
     MemberSpec("turn_count", None, levels=("dialogue",)),
 )}
 
-_FULL = ("grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "utterance_length")
-#: member set -> its turn-level members
+#: members whose agreement with humans changes sign from corpus to corpus (reply length: negative on GRADE's
+#: DailyDialog sets, positive on USR-TopicalChat and RADE's emotion set); in a fit only where a member set names them
+CONTROLS = ("utterance_length", "turn_count")
+_FULL = ("grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine")
+#: member set -> the turn-level members its fits may use (the rule decides which enter)
 MEMBER_SETS: dict[str, tuple[str, ...]] = {
     "full": _FULL,
-    "fast": ("pone", "bert_ruber_unref", "context_cosine", "utterance_length"),
+    "fast": ("pone", "bert_ruber_unref", "context_cosine"),
     "full+rade": (*_FULL, "rade"),
+    "full+length": (*_FULL, "utterance_length"),
 }
 
 #: at dialogue level, a turn member's weight split evenly over these dialogue members

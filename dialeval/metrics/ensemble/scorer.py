@@ -9,17 +9,19 @@ a predicted standardised human rating (0 is the training items' mean).
 
 Settings:
 
-* ``member_set`` -- ``"full"`` (default: GRADE, PONE, BERT-RUBER unreferenced, DynaEval, ``context_cosine``,
-  length) or ``"fast"`` (the encoder-only members PONE, BERT-RUBER unreferenced, ``context_cosine`` and length, one
-  shared MiniLM pass), each with its own fitted weights (the checkpoint lists its sets);
+* ``member_set`` -- ``"full"`` (default: GRADE, PONE, BERT-RUBER unreferenced, DynaEval, ``context_cosine``: the
+  members the member rule admitted, :mod:`.combiners`), ``"fast"`` (the encoder-only members PONE, BERT-RUBER
+  unreferenced and ``context_cosine``, one shared MiniLM pass) or ``"full+length"`` (``full`` and the reply's length,
+  a control whose agreement with humans changes sign from corpus to corpus: for a user who knows their raters reward
+  long replies), each with its own fitted weights (the checkpoint lists its sets);
 * ``use_references=True`` -- the member set's counterpart that adds RADE, which reads a reference per reply: every
   item then needs references (a call without them is an error), unless ``pseudo_references=`` (``"dailydialog"``
   or a JSONL corpus, RADE's BM25 retrieval; :mod:`dialeval.metrics.rade.retrieval`) lets RADE find one for a call
   without references. Never a default.
 
 Dialogue level (``score_dialogues``): each member's own dialogue score (DynaEval's native one, the mean of a turn
-member's turn scores, mean words per turn) and the number of turns, each with its dialogue-level calibration, with
-the turn-level weights (no dialogue-level human set exists to fit on; see :mod:`.members`). A member set with RADE
+member's turn scores; in ``full+length`` mean words per turn and the number of turns, which share length's weight),
+each with its dialogue-level calibration, with the turn-level weights (no dialogue-level human set exists to fit on; see :mod:`.members`). A member set with RADE
 has no dialogue level.
 
 Loading checks every member against the identity it had when the ensemble was fitted (metric, checkpoint hash,

@@ -15,13 +15,22 @@ set                           benchmark (split)      target            training 
 ``fed_dialogue``              fed_dialogue           ``Overall``       none (dialogue level: no other such set)
 ``rade_<set>/test``           rade_<set> (test)      ``overall``       the set's ``validation`` split (default) or
                                                                        its ``train`` split
+``dailydialog_pp/test``       dailydialog_pp (test)  ``human_reply``   the same items
 ============================  =====================  ================  ==========================================
+
+``dailydialog_pp/test`` is a discrimination set (:func:`discrimination_set`; issue 49, so that GRADE's and USR's
+corpus families weigh less): DailyDialog++'s first :data:`DISCRIMINATION_CONTEXTS` test contexts in the file's
+order, each with its first human reply (target 1), its first adversarial negative and its first random negative
+(target 0), and its second human reply as the reference. The adversarial negatives share the context's words and
+do not answer it, which no human-rated set here isolates. 300 of the 1,142 contexts keep its size that of the other
+sets (900 replies).
 
 A cell's ``group`` says what leaving it out removes from the fit: its own training data, and for ``fed_dialogue``
 FED's turn-level items too (the same conversations' systems, rated in the same study). The RADE sets train on
 their validation split by default: the RADE member was trained on their train split, so its scores there are
 in-sample and would inflate its weight; their test split is the held-out cell. ``in_domain`` marks the members
-trained on a cell's own set (RADE on the RADE cells).
+trained on a cell's own set (RADE on the RADE cells; RADE, whose first stage read DailyDialog++'s human replies, and
+the AMR evaluator, trained on DailyDialog++, on ``dailydialog_pp/test``).
 
 **Calibration sets** (no human score): :func:`turn_calibration` -- DailyDialog validation, one real reply per
 dialogue (a random turn after the first, its context every turn before it) and as many random replies (a random
@@ -52,7 +61,8 @@ from ...errors import InputError
 from ...perturb import same_text, shuffle_turns
 from ...schema import Dialogue, ScoringItem, normalize_dialogues, normalize_items
 
-__all__ = ["HELD_OUT", "RADE_SETS", "SANITY_SPLIT", "HumanSet", "ItemSet", "dialogue_calibration", "load_human_set",
+__all__ = ["DISCRIMINATION_CONTEXTS", "HELD_OUT", "RADE_SETS", "SANITY_SPLIT", "HumanSet", "ItemSet",
+           "dialogue_calibration", "discrimination_set", "load_human_set",
            "reference_calibration", "sanity_check_set", "training_sets", "turn_calibration"]
 
 RADE_SETS = ("rade_chitchat", "rade_emotion", "rade_persona")
@@ -89,7 +99,11 @@ HELD_OUT: tuple[HumanSet, ...] = (
     HumanSet("fed_turn", "fed_turn", "test", "Overall", "turn", "fed"),
     HumanSet("fed_dialogue", "fed_dialogue", "test", "Overall", "dialogue", "fed"),
     *(HumanSet(f"{name}/test", name, "test", "overall", "turn", name, in_domain=("rade",)) for name in RADE_SETS),
+    HumanSet("dailydialog_pp/test", "dailydialog_pp", "test", "human_reply", "turn", "dailydialog_pp",
+             in_domain=("rade", "amr_eval")),
 )
+#: how many DailyDialog++ test contexts ``dailydialog_pp/test`` reads (module docstring)
+DISCRIMINATION_CONTEXTS = 300
 
 RadeSplit = Literal["validation", "train"]
 
@@ -165,6 +179,8 @@ def load_human_set(spec: HumanSet, data_dir: str | os.PathLike | None = None) ->
     from ...benchmarks import benchmark_info, load_benchmark
 
     info = benchmark_info(spec.benchmark)
+    if info.kind == "discrimination":
+        return discrimination_set(spec, data_dir)
     if spec.aspect not in info.aspects:
         raise InputError(f"set {spec.key}: {spec.benchmark} has no aspect {spec.aspect!r}")
     ds = load_benchmark(spec.benchmark, split=spec.split, data_dir=data_dir)
@@ -185,6 +201,29 @@ def load_human_set(spec: HumanSet, data_dir: str | os.PathLike | None = None) ->
     references = [r["references"] for r in rows] if info.has_references else None
     items = _turn_items(contexts, [r["response"] for r in rows], references, f"set {spec.key}")
     return ItemSet(spec.key, "turn", ids, items=items, human=human, spec=spec)
+
+
+def discrimination_set(spec: HumanSet, data_dir: str | os.PathLike | None = None, *,
+                       contexts: int = DISCRIMINATION_CONTEXTS) -> ItemSet:
+    """DailyDialog++ as a rated set: per context a human reply (1) and two negatives (0), the second human reply as
+    reference (module docstring)."""
+    from ...benchmarks import load_benchmark
+
+    ds = load_benchmark(spec.benchmark, split=spec.split, data_dir=data_dir)
+    if contexts > len(ds):
+        raise InputError(f"set {spec.key}: {contexts} contexts asked for, {spec.benchmark} ({spec.split}) has "
+                         f"{len(ds)}")
+    ctx, responses, references, ids, human = [], [], [], [], []
+    for r in ds.select(range(contexts)):
+        for column, target in (("positive_responses", 1.0), ("adversarial_negative_responses", 0.0),
+                               ("random_negative_responses", 0.0)):
+            ctx.append(r["context"])
+            responses.append(r[column][0])
+            references.append([r["positive_responses"][1]])
+            ids.append(f"{spec.benchmark}/{spec.split}/{r['id']}/{column}/0")
+            human.append(target)
+    items = _turn_items(ctx, responses, references, f"set {spec.key}")
+    return ItemSet(spec.key, "turn", tuple(ids), items=items, human=np.asarray(human), spec=spec)
 
 
 def _dailydialog(split: str, data_dir) -> list[tuple[str, list[str]]]:

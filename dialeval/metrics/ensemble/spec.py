@@ -13,13 +13,14 @@ from ...scoring.spec import CombinationExportSpec, MetricSpec, RecipeSpec, Space
 
 #: The members of the shipped checkpoint's default member set (``full``) at turn level, in its order: the Space shows
 #: each one's calibrated score (metadata ``<member>_calibrated_scores``). A test checks them against the checkpoint.
-SPACE_MEMBERS = ("grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "utterance_length")
+SPACE_MEMBERS = ("grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine")
 
 
 def summary_line(opts: Any, s: dict) -> str:
     full = s["member_sets"]["full"]
-    return (f"ensemble (full): {full['combiner']} chosen by leave-one-out, mean {full['loo_mean']:.3f} over the "
-            f"held-out sets, {full['margin_over_best_member']:+.3f} over the best member ({full['best_member']}); "
+    return (f"ensemble (full): {full['combiner']} chosen by leave-one-out, above the held-out set's best member on "
+            f"{full['above_best_member']} of {full['n_sets']} sets, mean {full['loo_mean']:.3f}, "
+            f"{full['margin_over_best_member']:+.3f} over the best member ({full['best_member']}); "
             f"{best_checkpoint(opts)}")
 
 

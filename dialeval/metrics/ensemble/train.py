@@ -97,6 +97,9 @@ def run(opts: EnsembleTrainingOptions) -> dict[str, Any]:
         "metric": METRIC,
         "checkpoint": str(out / "best"),
         "member_sets": {name: {"members": list(s.members), "combiner": s.turn.kind, "setting": dict(s.turn.setting),
+                               "excluded": dict(s.extra["excluded"]),
+                               "above_best_member": reports[name].summary["above_best_member"][s.turn.kind],
+                               "n_sets": reports[name].summary["n_sets"],
                                "loo_mean": reports[name].summary["candidate_mean"][s.turn.kind],
                                "best_member": reports[name].summary["best_member"],
                                "margin_over_best_member": reports[name].summary["margin_over_best_member"]}
