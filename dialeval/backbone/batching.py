@@ -3,11 +3,21 @@
 Batches are built from *sorted* lengths and never mix token lengths when ``same_length=True``: a batch without
 padding computes each row exactly as it would alone, so a text's embedding (and any score built from it) is
 bit-identical whatever the batch size. Callers always restore the input order from the returned indices.
+
+**Progress bars** (:func:`progress`) advance once per batch, with the total and the time left, on stderr. Each stage
+of a scoring call (``encoding``, ``scoring``...) opens its own; inside :func:`progress_scope` (opened by every
+scoring call with the metric's name, and by ``dialeval score`` around a whole run) a bar is labelled
+``<metric>: <stage>`` and obeys the scope: a call with ``progress_bar=False`` shows no bar at all, whatever its
+stages ask for. Left to decide (``None``), a bar appears only when stderr is a terminal, and only once the job has
+run :data:`PROGRESS_DELAY_SECONDS`.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from tqdm.auto import tqdm
 
@@ -38,9 +48,54 @@ def length_sorted_batches(
     return batches
 
 
-def progress(iterable: Iterable, *, total: int, enabled: bool | None, desc: str):
-    """``iterable`` with a tqdm bar on stderr (rate and time left): ``enabled=True`` shows it at once, ``False``
-    never, ``None`` once the job has run :data:`PROGRESS_DELAY_SECONDS` (so short calls stay silent)."""
+#: the innermost open :func:`progress_scope`: (label, enabled)
+_SCOPE: ContextVar[tuple[str, bool | None] | None] = ContextVar("dialeval_progress_scope", default=None)
+
+
+def stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
+def may_show(enabled: bool | None) -> bool:
+    """Whether a bar with ``enabled`` can appear at all (outside any scope): asked for, or left to decide on a
+    terminal. A caller skips work done only for a bar (counting a file's rows) when it cannot."""
+    return enabled is True or (enabled is None and stderr_is_terminal())
+
+
+@contextmanager
+def progress_scope(label: str, enabled: bool | None) -> Iterator[None]:
+    """Bars opened inside are labelled ``label: <stage>`` and shown as ``enabled`` says (module docstring). A scope
+    inside another (an ensemble's member, a stream's chunk) adds its label to the outer one's (``ensemble/grade``) and
+    can only be quieter: ``False`` anywhere silences everything inside."""
+    outer = _SCOPE.get()
+    if outer is not None:
+        outer_label, outer_enabled = outer
+        label = label if label == outer_label else f"{outer_label}/{label}"
+        enabled = False if outer_enabled is False or enabled is False else (
+            outer_enabled if enabled is None else enabled)
+    token = _SCOPE.set((label, enabled))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def progress(iterable: Iterable, *, total: int | None, enabled: bool | None, desc: str):
+    """``iterable`` with a tqdm bar on stderr that advances per item of ``iterable`` (a batch), with ``total`` and
+    the time left: ``enabled=True`` shows it at once, ``False`` never, ``None`` on a terminal only, once the job
+    has run :data:`PROGRESS_DELAY_SECONDS` (so short calls stay silent). Inside a :func:`progress_scope` the scope
+    labels it and can silence it (module docstring)."""
+    scope = _SCOPE.get()
+    if scope is not None:
+        label, scope_enabled = scope
+        desc = label if desc == label else f"{label}: {desc}"
+        enabled = False if scope_enabled is False or enabled is False else (
+            scope_enabled if enabled is None else enabled)
+    if not may_show(enabled):
+        enabled = False
     delay = PROGRESS_DELAY_SECONDS if enabled is None else 0.0
     return tqdm(iterable, total=total, desc=desc, disable=enabled is False, delay=delay, leave=False)
 

@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import os
 from collections import OrderedDict
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -164,15 +165,26 @@ class Encoder:
             "input_ids"
         ]
 
-    def count_truncated(self, texts: list[str]) -> int:
-        """Distinct texts whose token count (special tokens included) exceeds ``max_length``: those that
-        :meth:`tokenize` and :meth:`embed` cut."""
+    def truncated_flags(self, texts: list[str]) -> list[bool]:
+        """Per text, whether its token count (special tokens included) exceeds ``max_length``: whether
+        :meth:`tokenize` and :meth:`embed` cut it."""
         unique = list(dict.fromkeys(texts))
         if not unique:
-            return 0
+            return []
         ids = self.tokenizer(unique, add_special_tokens=True, truncation=False, verbose=False,
                              return_attention_mask=False, return_token_type_ids=False)["input_ids"]
-        return int(sum(len(x) > self.max_length for x in ids))
+        cut = {text: len(x) > self.max_length for text, x in zip(unique, ids)}
+        return [cut[t] for t in texts]
+
+    def truncated_items(self, groups: Sequence[Sequence[str]]) -> list[int]:
+        """The places of the groups (an item's texts) of which the encoder cuts at least one text."""
+        flags = iter(self.truncated_flags([t for g in groups for t in g]))
+        cut = [any([next(flags) for _ in g]) for g in groups]  # a list, not a generator: every flag is consumed
+        return [k for k, c in enumerate(cut) if c]
+
+    def count_truncated(self, texts: list[str]) -> int:
+        """Distinct texts that :meth:`tokenize` and :meth:`embed` cut (see :meth:`truncated_flags`)."""
+        return int(sum(self.truncated_flags(list(dict.fromkeys(texts)))))
 
     def _forward(self, batch_ids: list[list[int]]) -> torch.Tensor:
         """Last hidden states for a batch of equal-length id lists (no padding).

@@ -85,6 +85,7 @@ class BertScoreScorer(EncoderScorer):
             "layer": "last",
             "n_texts_encoded": len(texts),
             "truncated_texts": truncated,
+            "truncated_items": self.encoder.truncated_items([[it.response, *it.references] for it in items]),
             "n_empty_after_tokenization": len(empty),
         }
         return out

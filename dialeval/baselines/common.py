@@ -92,6 +92,9 @@ class EncoderScorer(Scorer):
         enc = self.encoder
         return {"encoder": encoder_label(enc), "encoder_sha256": enc.fingerprint, "max_length": str(enc.max_length)}
 
+    def truncation_rule(self) -> str:
+        return f"the encoder's {self.encoder.max_length} tokens per text, each keeping its first"
+
     def count_truncated(self, texts: list[str]) -> int:
         """Distinct texts whose token count (special tokens included) exceeds the encoder's ``max_length``."""
         return self.encoder.count_truncated(texts)

@@ -45,10 +45,15 @@ class ContextCosineScorer(EncoderScorer):
         self._call_meta = {
             "context_truncation": "left (most recent turns kept)",
             "truncated_texts": n_ctx + n_rsp,
+            "truncated_items": self.encoder.truncated_items([[c, r] for c, r in zip(contexts, responses)]),
             "truncated_contexts": n_ctx,
             "truncated_responses": n_rsp,
         }
         return np.clip(out, -1.0, 1.0)
+
+    def truncation_rule(self) -> str:
+        return (f"the encoder's {self.encoder.max_length} tokens per text: a context keeps its most recent tokens, a "
+                "response its first")
 
 
 class AdjacentCosineScorer(EncoderScorer):
@@ -73,5 +78,6 @@ class AdjacentCosineScorer(EncoderScorer):
         b = vectors[[row[t] for t in responses]].double().numpy()
         norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
         out = np.divide(np.einsum("ij,ij->i", a, b), norms, out=np.zeros(len(items)), where=norms > 0)
-        self._call_meta = {"truncated_texts": self.count_truncated(texts)}
+        self._call_meta = {"truncated_texts": self.count_truncated(texts),
+                           "truncated_items": self.encoder.truncated_items([[p, r] for p, r in zip(previous, responses)])}
         return np.clip(out, -1.0, 1.0)

@@ -1,7 +1,8 @@
-"""Command line (``dialeval --help`` lists every command): scoring and evaluation (``score``, ``benchmark``,
-``report``, ``compare``, ``scale-benchmark``, ``bench ...``, ``amr-smatch``, ``grade ...``, ``ensemble ...``,
-``list``), encoders (``encoders ...``: the named encoders, their install), training (``train ...``, ``train-speed``,
-``runs``, ``checkpoint ...``) and publishing (``export``, ``cards ...``, ``release``, ``evaluate-modules``).
+"""Command line (``dialeval --help`` lists every command): scoring and evaluation (``score``, ``calibrate``,
+``benchmark``, ``report``, ``compare``, ``scale-benchmark``, ``bench ...``, ``amr-smatch``, ``grade ...``,
+``ensemble ...``, ``list``), encoders (``encoders ...``: the named encoders, their install), training (``train ...``,
+``train-speed``, ``runs``, ``checkpoint ...``) and publishing (``export``, ``cards ...``, ``release``,
+``evaluate-modules``).
 
 A user's mistake (a :class:`~dialeval.errors.DialevalError`: bad input, an unknown name, a missing file, folder or
 checkpoint) is printed as one line, ``error: ...``, on stderr with exit status 2, whatever the subcommand;
@@ -25,6 +26,7 @@ from typer.core import TyperGroup
 from ..errors import DialevalError, UnknownNameError
 from ..scale.stream import DEFAULT_CHUNK_ROWS, ON_ERROR_POLICIES
 from ..schema import EMPTY_TURN_POLICIES
+from ..scoring.scales import DEFAULT_ITEMS, LEVELS, SCALES, with_scale
 
 ALL_BASELINES = "baselines"
 ALL_BENCHMARKS = "all"
@@ -152,21 +154,30 @@ EMPTY_TURNS_HELP = ("What to do with an item that has an empty turn, response or
                     "or skip (write it back with score null and a skipped_reason; the system score is the mean "
                     "over the scored items).")
 EmptyTurns = Enum("EmptyTurns", {policy: policy for policy in EMPTY_TURN_POLICIES}, type=str)
-# The metadata key in which every scorer that cuts its input counts the texts (or items) it cut.
-TRUNCATION_KEY = "truncated_texts"
+# The metadata key in which every scorer that cuts its input lists the items it cut (a call's metadata), and the
+# count of them in a chunk's compact metadata (dialeval.scale.stream).
+TRUNCATION_KEY = "truncated_items"
+TRUNCATION_COUNT_KEY = "n_truncated_items"
+
+
+def truncated_items(metadata: dict[str, Any]) -> int | None:
+    """How many items a scoring call (or a chunk of a run) cut; None when its metric does not say."""
+    if TRUNCATION_COUNT_KEY in metadata:
+        return int(metadata[TRUNCATION_COUNT_KEY])
+    return len(metadata[TRUNCATION_KEY]) if TRUNCATION_KEY in metadata else None
 
 
 def summary_line(metadata: list[dict[str, Any]]) -> str:
-    """One line about the scoring calls behind a command: items (skipped), truncated texts (the sum of
-    ``TRUNCATION_KEY``; the metrics whose metadata lacks it are named), graphs (the AMR evaluator: utterances,
-    seconds, parsed anew and their rate), seconds, device."""
+    """One line about the scoring calls behind a command: items (skipped), truncated items (the items each call
+    cut, added up; the metrics that do not say are named), graphs (the AMR evaluator: utterances, seconds, parsed
+    anew and their rate), seconds, device."""
     items = sum(m["n_items"] for m in metadata)
     skipped = sum(m.get("n_skipped", len(m.get("skipped", ()))) for m in metadata)
-    counted = [m for m in metadata if TRUNCATION_KEY in m]
-    uncounted = [m["metric"] for m in metadata if TRUNCATION_KEY not in m]
+    counted = [m for m in metadata if truncated_items(m) is not None]
+    uncounted = [m["metric"] for m in metadata if truncated_items(m) is None]
     parts = [f"{items} items" + (f" ({skipped} skipped)" if skipped else "")]
     if counted:
-        parts.append(f"{sum(int(m[TRUNCATION_KEY]) for m in counted)} truncated texts")
+        parts.append(f"{sum(truncated_items(m) for m in counted)} truncated items")
     if uncounted:
         parts.append(f"truncation not reported by {', '.join(dict.fromkeys(uncounted))}")
     graphs = [m for m in metadata if "graph_utterances" in m]
@@ -181,6 +192,10 @@ def summary_line(metadata: list[dict[str, Any]]) -> str:
     return f"summary: {', '.join(parts)}; {seconds:.1f} s scoring on {devices}"
 
 
+SCALE_HELP = ("raw: the metric's own number (default); calibrated: its percentile among human replies of DailyDialog "
+              "validation, in [0, 1] (0.5: as good as the median human reply; fitted by `dialeval calibrate`).")
+Scale = Enum("Scale", {name: name for name in SCALES}, type=str)
+Level = Enum("Level", {name: name for name in LEVELS}, type=str)
 ON_ERROR_HELP = ("What to do with a row that cannot be read or validated: stop (name it by file:line and field, "
                  "after writing every row before it) or skip (write it with score null and the reason in 'error').")
 OnError = Enum("OnError", {policy: policy for policy in ON_ERROR_POLICIES}, type=str)
@@ -212,6 +227,7 @@ def score(
     overwrite: Annotated[bool, typer.Option("--overwrite", help=(
         "Score everything again into OUTPUT, replacing it, instead of going on where a stopped run left off."))
                          ] = False,
+    scale: Annotated[Scale, typer.Option(help=SCALE_HELP)] = Scale.raw,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
     threads: Annotated[Optional[int], typer.Option(min=1, help=THREADS_HELP)] = None,
 ) -> None:
@@ -235,7 +251,7 @@ def score(
     main = process_state().is_main_process  # before the model loads, so that each process gets its device
     scorer = _load(metric, device=device, checkpoint=checkpoint, options=option, data_dir=data_dir)
     settings = {"chunk_size": chunk_size, "batch_size": batch_size, "empty_turns": empty_turns.value,
-                "on_error": on_error.value}
+                "on_error": on_error.value, "scale": scale.value}
     if output is not None:
         result = score_stream(scorer, source, output, overwrite=overwrite,
                               progress_bar=False if quiet else None, **settings)
@@ -244,7 +260,7 @@ def score(
             typer.echo(f"resumed: {result.resumed_from} rows were already in {output}", err=True)
     else:
         totals, metadata, level = Totals(), [], None
-        for chunk in iter_scored(scorer, source, **settings):
+        for chunk in iter_scored(scorer, source, progress_bar=False if quiet else None, **settings):
             level = level or chunk.level
             for row in chunk.rows:
                 totals.add(row)
@@ -260,9 +276,56 @@ def score(
     system = f"{totals.system_score:.4f}" if totals.scored else "none (no item was scored)"
     typer.echo(f"{ROW_NOUNS.get(level, 'rows')}: {totals.rows}" + (f" ({', '.join(notes)})" if notes else "")
                + f"  system score: {system}")
-    typer.echo(f"signature: {scorer.signature}")
+    typer.echo(f"signature: {with_scale(scorer.signature, scale.value)}")
     if metadata:
+        cut = sum(truncated_items(m) or 0 for m in metadata)
+        if cut:  # said once per run, whatever the number of chunks and processes
+            from ..scoring.base import truncation_message
+
+            message = truncation_message(scorer.name, cut, sum(m["n_items"] for m in metadata),
+                                         scorer.truncation_rule())
+            typer.echo(f"note: {message}; each is scored on what was kept", err=True)
         typer.echo(summary_line(metadata), err=True)
+
+
+@app.command()
+def calibrate(
+    metric: Annotated[str, typer.Option(help="Metric name (see `dialeval list`).")],
+    level: Annotated[Level, typer.Option(help=(
+        "turn: human replies to their contexts; dialogue: whole human dialogues (the map of score_dialogues)."))
+                     ] = Level.turn,
+    n: Annotated[int, typer.Option("--n", min=2, help=(
+        "Items scored (default: every DailyDialog validation dialogue once)."))] = DEFAULT_ITEMS,
+    seed: Annotated[int, typer.Option(help="Seed of the reply drawn from each dialogue.")] = 0,
+    data_dir: Annotated[Optional[Path], typer.Option(help="Data directory (default: $DIALEVAL_DATA_DIR or ../shared/data).")] = None,
+    batch_size: Annotated[int, typer.Option(help="Items per batch.")] = 32,
+    device: Annotated[Optional[str], typer.Option(help="cpu, cuda, mps... (default: Accelerate picks).")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option(help=CHECKPOINT_HELP)] = None,
+    option: Annotated[Optional[list[str]], typer.Option(help=OPTION_HELP)] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    threads: Annotated[Optional[int], typer.Option(min=1, help=THREADS_HELP)] = None,
+) -> None:
+    """Fit a metric's calibrated scale (`--scale calibrated`): score human replies of DailyDialog validation and store
+    their distribution in the package's scales file, under the scorer's checkpoint hash and settings
+    (dialeval.evaluation.calibrate says which replies)."""
+    from ..backbone.device import set_torch_threads
+    from ..evaluation.calibrate import fit_scale
+    from ..scoring.registry import scorer_class
+    from ..scoring.scales import SCALES_FILE, calibrate_command
+
+    set_torch_threads(threads)
+    scorer_class(metric)
+    scorer = _load(metric, device=device, checkpoint=checkpoint, options=option)
+    command = " ".join([calibrate_command(scorer.name, level.value)]
+                       + ([f"--n {n}"] if n != DEFAULT_ITEMS else []) + ([f"--seed {seed}"] if seed else [])
+                       + ([f"--checkpoint {checkpoint}"] if checkpoint else [])
+                       + [f"--option {o}" for o in option or []])
+    cdf = fit_scale(scorer, level.value, data_dir=data_dir, n=n, seed=seed, batch_size=batch_size, command=command,
+                    progress_bar=False if quiet else None)
+    q = cdf.quantiles
+    at = ", ".join(f"{p:.0%} {q[round(p * (len(q) - 1))]:.4g}" for p in (0.05, 0.5, 0.95))
+    typer.echo(f"{scorer.name} {level.value}: {cdf.n} items of {cdf.source}; raw quantiles {at}; written to "
+               f"{SCALES_FILE}")
 
 
 @app.command()

@@ -4,7 +4,7 @@
 file holds what is particular to the metric (its card text, citation, input features, scorer name) and subclasses
 :class:`DialevalMetric`, imported from the installed package. The base class loads the scorer once for the
 module's ``config_name`` (``"default"`` or a checkpoint folder) and returns ``scores``, ``mean_score`` and
-``signature``.
+``signature``, on the scale ``compute(scale=...)`` names (``"raw"`` by default, or ``"calibrated"``).
 """
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ def dialogue_features() -> tuple[datasets.Features, ...]:
 #: What every module's ``compute()`` takes besides its inputs and ``batch_size``, and what it returns.
 _SHARED_ARGUMENTS = """\
     device (`str`, optional): "cpu", "cuda", "mps"... (default: Accelerate's choice).
+    scale (`str`, optional): "raw" (default), the metric's own score, or "calibrated", its percentile among human
+        replies of DailyDialog validation, in [0, 1] (fitted by `dialeval calibrate`; the signature then ends in
+        `scale:calibrated`).
 """
 _RETURNS = """\
     scores (`list` of `float`): one score per item (per dialogue for a dialogue-level metric), in input order.
@@ -111,13 +114,15 @@ class DialevalMetric(evaluate.Metric):
         if options:
             raise TypeError(f"{type(self).__name__}.compute() got unexpected arguments: {', '.join(sorted(options))}")
 
-    def _compute(self, *, batch_size: int = 32, device: str | None = None, **inputs_and_options: Any
-                 ) -> dict[str, Any]:
+    def _compute(self, *, batch_size: int = 32, device: str | None = None, scale: str = "raw",
+                 **inputs_and_options: Any) -> dict[str, Any]:
         inputs = {name: inputs_and_options.pop(name) for name in self._feature_names()}
         self.configure_scorer(**inputs_and_options)
         if "dialogues" in inputs:
-            out = self._scorer.score_dialogues(dialogues=inputs["dialogues"], batch_size=batch_size, device=device)
+            out = self._scorer.score_dialogues(dialogues=inputs["dialogues"], batch_size=batch_size, device=device,
+                                               scale=scale)
         else:
             out = self._scorer.score(contexts=inputs["contexts"], responses=inputs["predictions"],
-                                     references=inputs.get("references"), batch_size=batch_size, device=device)
+                                     references=inputs.get("references"), batch_size=batch_size, device=device,
+                                     scale=scale)
         return {"scores": out.scores, "mean_score": out.system_score, "signature": out.signature}

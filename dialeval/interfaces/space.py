@@ -5,6 +5,9 @@ A metric's spec (:class:`~dialeval.scoring.spec.SpaceSpec`) describes its Space 
 not needed by the library). Reading the form (:meth:`Space.request`) and writing the answer (:meth:`Space.report`)
 are plain functions of text, testable without gradio.
 
+Scales: the answer gives the metric's raw score and, for a metric with a fitted map (``dialeval calibrate``), the
+same score on the calibrated scale, its percentile among human replies (:mod:`dialeval.scoring.scales`).
+
 Examples: a Space exported by ``dialeval release`` has an ``examples.json`` beside its ``app.py``, items of the
 benchmark data with their human ratings (:func:`write_examples`). Run from a checkout, where no such file exists,
 the app shows the bundled demo items instead and says so on the page.
@@ -20,6 +23,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from ..scoring.base import ScoreOutput, Scorer
+from ..scoring.calibration import CalibrationError
 from ..scoring.registry import all_specs, load_scorer, metric_spec
 
 __all__ = ["EXAMPLES_FILE", "FIELDS", "SPACES", "Example", "Space", "bundled_examples", "read_examples", "split_turns",
@@ -132,10 +136,26 @@ class Space:
         return kwargs
 
     def report(self, out: ScoreOutput) -> str:
-        """The answer for one scored item: the score, any details, then the signature."""
-        lines = [f"{self.score_label}: {out.scores[0]:.4f}"]
+        """The answer for one scored item: the raw score (and, for a calibrated output, the calibrated one), any
+        details, then the signature."""
+        if out.metadata.get("scale") == "calibrated":
+            calibrated = out.scores[0]
+            lines = [f"{self.score_label}: {out.metadata['raw_scores'][0]:.4f}",
+                     f"calibrated: {calibrated:.4f} (higher than {calibrated:.0%} of human replies in DailyDialog "
+                     "validation)"]
+        else:
+            lines = [f"{self.score_label}: {out.scores[0]:.4f}"]
         lines += [f"{label}: {out.metadata[key][0]:.4f}" for label, key in self.details.items()]
         return "\n".join(lines) + f"\n\n{out.signature}"
+
+    def _scale(self, level: str) -> str:
+        """``calibrated`` where the scorer has a map for ``level``, else ``raw`` (the answer then gives the raw score
+        only)."""
+        try:
+            self._scorer.scale_map("calibrated", level)
+        except CalibrationError:
+            return "raw"
+        return "calibrated"
 
     def answer(self, *texts: str) -> str:
         """Score one form (the scorer is loaded on the first call and kept)."""
@@ -145,8 +165,8 @@ class Space:
         if self._scorer is None:
             self._scorer = load_scorer(self.metric)
         if "dialogues" in kwargs:
-            return self.report(self._scorer.score_dialogues(**kwargs))
-        return self.report(self._scorer.score(**kwargs))
+            return self.report(self._scorer.score_dialogues(**kwargs, scale=self._scale("dialogue")))
+        return self.report(self._scorer.score(**kwargs, scale=self._scale("turn")))
 
     def examples(self, examples_file: str | os.PathLike | None) -> tuple[list[Example], str]:
         """The examples to show and a line saying where they come from: ``examples_file`` when it exists (an

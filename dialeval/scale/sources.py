@@ -53,7 +53,8 @@ class RowSource:
     #: what an output's manifest records of the input: a file's absolute path (so ``./in.jsonl`` and ``in.jsonl``
     #: are one input), else the name
     identity: str
-    #: number of rows when known without reading the input (a map-style dataset, a list), else None
+    #: number of rows when known without parsing the input (a map-style dataset, a list, a Parquet file's metadata,
+    #: a JSONL file's non-blank lines), else None; progress bars show it as their total
     length: int | None = None
 
     def rows(self, start: int = 0) -> Iterator[SourceRow]:
@@ -108,6 +109,13 @@ class FileSource(RowSource):
 
 class JsonlSource(FileSource):
     """One JSON object per non-blank line; a row's ``where`` is ``file:line``."""
+
+    @property
+    def length(self) -> int:  # type: ignore[override]
+        """The non-blank lines, counted (not parsed) on first use: one quick pass over the bytes."""
+        if not hasattr(self, "_length"):
+            self._length = sum(1 for _, raw in _binary_lines(self.path) if raw.strip())
+        return self._length
 
     def rows(self, start: int = 0) -> Iterator[SourceRow]:
         index = 0

@@ -28,16 +28,18 @@ from __future__ import annotations
 import itertools
 import re
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backbone.batching import progress
+from ..backbone.batching import may_show, progress
 from ..backbone.device import process_state
 from ..errors import DialevalError, InputError, InputFileError, UnknownNameError
 from ..schema import check_empty_turns, normalize_dialogues, normalize_items
-from ..scoring.base import Scorer
+from ..scoring.base import Scorer, TruncationWarning
+from ..scoring.scales import DEFAULT_SCALE, with_scale
 from .output import RESULT_COLUMNS, OutputConflict, ResultWriter, Totals
 from .sources import SourceRow, open_source
 
@@ -170,19 +172,26 @@ def parse_rows(parser: RowParser, rows: Sequence[SourceRow], on_error: str) -> P
     return parsed
 
 
-def score_inputs(scorer: Scorer, level: str, inputs: list, *, batch_size: int, empty_turns: str
+def score_inputs(scorer: Scorer, level: str, inputs: list, *, batch_size: int, empty_turns: str,
+                 scale: str = DEFAULT_SCALE, progress_bar: bool | None = False
                  ) -> tuple[list[float | None], list[str | None], dict[str, Any]]:
-    """Scores, skip reasons and compact metadata of parsed ``inputs`` (all of one ``level``), in order."""
-    common = {"batch_size": batch_size, "progress_bar": False, "empty_turns": empty_turns}
-    if level == "dialogue":
-        out = scorer.score_dialogues(dialogues=inputs, **common)
-    else:
-        contexts, responses, references = (list(column) for column in zip(*inputs))
-        out = scorer.score(contexts=contexts, responses=responses,
-                           references=None if references[0] is None else references, **common)
+    """Scores (on ``scale``), skip reasons and compact metadata of parsed ``inputs`` (all of one ``level``), in
+    order; ``progress_bar`` as in :meth:`Scorer.score` (the scorer's stages, batch by batch). The scorer's
+    truncation warning is held back (a run says it once, from ``n_truncated_items``)."""
+    common = {"batch_size": batch_size, "progress_bar": progress_bar, "empty_turns": empty_turns, "scale": scale}
+    with warnings.catch_warnings():  # what a run cut is said once, at its end, from the counts (dialeval score)
+        warnings.simplefilter("ignore", TruncationWarning)
+        if level == "dialogue":
+            out = scorer.score_dialogues(dialogues=inputs, **common)
+        else:
+            contexts, responses, references = (list(column) for column in zip(*inputs))
+            out = scorer.score(contexts=contexts, responses=responses,
+                               references=None if references[0] is None else references, **common)
     reasons = {s["index"]: s["reason"] for s in out.metadata.get("skipped", ())}
     compact = {k: v for k, v in out.metadata.items() if not isinstance(v, (list, dict, tuple))}
     compact["n_skipped"] = len(reasons)
+    if "truncated_items" in out.metadata:
+        compact["n_truncated_items"] = len(out.metadata["truncated_items"])
     return out.scores, [_field_message(reasons[i], i) if i in reasons else None for i in range(len(inputs))], compact
 
 
@@ -205,8 +214,15 @@ def iter_scored(
     empty_turns: str = "error",
     on_error: str = "stop",
     turn_separator: str | None = None,
+    scale: str = DEFAULT_SCALE,
+    progress_bar: bool | None = False,
 ) -> Iterator[ScoredChunk]:
-    """Scored chunks of ``source`` from row ``start`` on, in input order (see the module docstring).
+    """Scored chunks of ``source`` from row ``start`` on, in input order (see the module docstring), scored on
+    ``scale`` (:mod:`dialeval.scoring.scales`).
+
+    ``progress_bar`` (the main process's only; see :func:`~dialeval.backbone.batching.progress`): a bar of the rows,
+    with their total where the source knows it, that advances per chunk, and under it the bar of each stage of the
+    chunk's scoring, labelled ``<metric>: <stage>``, that advances per batch.
 
     Under ``on_error="stop"`` a bad row ends the iteration with an :class:`InputError` naming it, right after the
     chunk that holds the rows before it.
@@ -214,9 +230,29 @@ def iter_scored(
     check_policies(empty_turns, on_error, chunk_size)
     state = process_state()
     parser = RowParser(scorer, empty_turns)
-    errors_seen = False
     src = open_source(source, turn_separator=turn_separator)
     rows = src.rows(start)
+    enabled = progress_bar if state.is_main_process else False
+    # a JSONL file's rows are counted for the bar's total only where a bar can appear
+    total = src.length if may_show(enabled) else None
+    bar = progress(iter(()), total=None if total is None else max(total - start, 0), enabled=enabled,
+                   desc=f"{scorer.name}: rows")
+    try:
+        for chunk in _scored_chunks(scorer, src, rows, parser, state, chunk_size=chunk_size, batch_size=batch_size,
+                                    empty_turns=empty_turns, on_error=on_error, scale=scale, start=start,
+                                    progress_bar=enabled):
+            bar.update(len(chunk.rows))
+            yield chunk
+    finally:
+        bar.close()
+
+
+def _scored_chunks(scorer: Scorer, src, rows: Iterator[SourceRow], parser: RowParser, state, *, chunk_size: int,
+                   batch_size: int, empty_turns: str, on_error: str, scale: str, start: int,
+                   progress_bar: bool | None) -> Iterator[ScoredChunk]:
+    """The body of :func:`iter_scored`: each chunk read, scored (its stages' bars as ``progress_bar`` says) and
+    gathered."""
+    errors_seen = False
     while True:
         chunk: list[SourceRow] = list(itertools.islice(rows, chunk_size))
         if not chunk:
@@ -236,7 +272,8 @@ def iter_scored(
         metadata: list[dict[str, Any]] = []
         if mine:
             scores, reasons, meta = score_inputs(scorer, parser.level, [inputs[p] for p in mine],
-                                                 batch_size=batch_size, empty_turns=empty_turns)
+                                                 batch_size=batch_size, empty_turns=empty_turns, scale=scale,
+                                                 progress_bar=progress_bar)
             results, metadata = list(zip(mine, scores, reasons)), [meta]
         if state.num_processes > 1:
             from accelerate.utils import gather_object
@@ -274,6 +311,7 @@ def score_stream(
     overwrite: bool = False,
     turn_separator: str | None = None,
     progress_bar: bool | None = None,
+    scale: str = DEFAULT_SCALE,
 ) -> StreamResult:
     """Score ``source`` into ``output`` (JSONL, or CSV by its suffix), chunk by chunk; see the module docstring.
 
@@ -283,7 +321,7 @@ def score_stream(
     check_policies(empty_turns, on_error, chunk_size)
     state = process_state()
     src = open_source(source, turn_separator=turn_separator)
-    signature = scorer.signature
+    signature = with_scale(scorer.signature, scale)
     writer, start, problem = None, 0, None
     if output is not None and state.is_main_process:
         # the policies are not part of it: rows already written are the same under any of them, and a run stopped
@@ -307,12 +345,10 @@ def score_stream(
                           resumed_from=totals.rows, level=writer.level if writer is not None else None)
     if start == -1:  # the output is complete already
         return result
-    bar = progress(iter(()), total=None if src.length is None else src.length - start,
-                   enabled=progress_bar if state.is_main_process else False, desc=scorer.name)
     tick = time.perf_counter()
     try:
         for chunk in iter_scored(scorer, src, start=start, chunk_size=chunk_size, batch_size=batch_size,
-                                 empty_turns=empty_turns, on_error=on_error):
+                                 empty_turns=empty_turns, on_error=on_error, scale=scale, progress_bar=progress_bar):
             # wall seconds since the last chunk was handed over: reading, scoring and the previous write
             now = time.perf_counter()
             seconds, tick = now - tick, now
@@ -324,14 +360,11 @@ def score_stream(
                     totals.add(row)
                 totals.seconds = round(totals.seconds + seconds, 4)
             result.metadata.extend(chunk.metadata)
-            bar.update(len(chunk.rows))
     except InputError as err:
         if output is None:
             raise
         raise InputError(f"{err} (every row before it is in {output}; fix the row and run the same command again to "
                         "go on from it, or pass --on-error skip to record bad rows as failed)") from None
-    finally:
-        bar.close()
     if writer is not None:
         writer.finish()
     return result

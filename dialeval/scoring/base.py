@@ -9,12 +9,21 @@ the versions of the packages involved.
 A metric subclasses :class:`Scorer` and implements ``_score_items`` (turn level). Dialogue level defaults to the
 mean of the turn-level scores of every turn after the first, each scored against the turns before it; metrics
 with a native dialogue-level model override ``_score_dialogues``.
+
+**Truncation**: an input longer than the metric's model reads is cut, never refused. A call that cut any item warns
+once (a :class:`TruncationWarning` on stderr: how many items, the limit and which side was cut, from the scorer's
+:meth:`Scorer.truncation_rule`); ``metadata["truncated_items"]`` lists them and the metric's own counts
+(``truncated_texts``) stay beside it.
+
+``scale="calibrated"`` (on both calls) reports each score as its percentile among human replies instead of the
+metric's raw number (:mod:`dialeval.scoring.scales`); the raw scores stay in ``metadata["raw_scores"]``.
 """
 
 from __future__ import annotations
 
 import abc
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -23,7 +32,10 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from ..backbone.batching import progress_scope
 from ..backbone.device import cpu_threads_label
+from .calibration import EmpiricalCdf
+from .scales import DEFAULT_SCALE, check_scale, scale_map, with_scale
 from ..schema import (
     Dialogue,
     InputError,
@@ -33,7 +45,18 @@ from ..schema import (
     normalize_items,
 )
 
-__all__ = ["ScoreOutput", "Scorer", "package_versions"]
+__all__ = ["ScoreOutput", "Scorer", "TruncationWarning", "package_versions", "truncation_message"]
+
+
+class TruncationWarning(UserWarning):
+    """A scoring call cut inputs longer than its model reads (the message says how many, the limit and the side)."""
+
+
+def truncation_message(metric: str, n_cut: int, n_items: int, rule: str | None) -> str:
+    """The one message about what a call (or a whole ``dialeval score`` run) cut."""
+    verb = "was" if n_cut == 1 else "were"
+    return (f"{metric}: {n_cut} of {n_items} item{'' if n_items == 1 else 's'} {verb} cut to fit "
+            f"{rule or 'the input limit of its model'}")
 
 
 def _version(dist: str) -> str:
@@ -51,7 +74,8 @@ def package_versions() -> dict[str, str]:
 class ScoreOutput:
     """Per-item ``scores`` in input order (``None`` for an item skipped under ``empty_turns="skip"``), the
     ``system_score`` (mean over the scored items), the ``signature`` and ``metadata`` (``n_items``, ``device``,
-    ``seconds``, the metric's own counts such as ``truncated_texts``, and ``skipped`` under ``"skip"``)."""
+    ``seconds``, ``scale``, the metric's own counts such as ``truncated_texts``, ``skipped`` under ``"skip"``, and
+    ``raw_scores`` on the calibrated scale)."""
 
     scores: list[float | None]
     system_score: float
@@ -104,11 +128,20 @@ class Scorer(abc.ABC):
         owner_arr = np.asarray(owner)
         scores = np.array([turn_scores[owner_arr == d].mean() for d in range(len(dialogues))], dtype=np.float64)
         per_dialogue = [turn_scores[owner_arr == d].tolist() for d in range(len(dialogues))]
-        return scores, {"dialogue_aggregation": "mean of turn scores (turns 2..n)", "turn_scores": per_dialogue}
+        extra: dict[str, Any] = {"dialogue_aggregation": "mean of turn scores (turns 2..n)", "turn_scores": per_dialogue}
+        cut_turns = self._metadata().get("truncated_items")
+        if cut_turns is not None:  # the turns' places -> their dialogues'
+            extra["truncated_items"] = sorted({owner[k] for k in cut_turns})
+        return scores, extra
 
     def fingerprint(self) -> dict[str, str]:
         """Components that identify what produced a score (weights hashes, settings)."""
         return {}
+
+    def truncation_rule(self) -> str | None:
+        """What the metric's model reads at most and which side of a longer input is cut, for the truncation
+        message (None for a metric that never cuts)."""
+        return None
 
     def compute_device(self) -> torch.device | None:
         """The device this scorer's torch model runs on, i.e. :attr:`device`; ``None`` for a scorer without one
@@ -147,24 +180,29 @@ class Scorer(abc.ABC):
         progress_bar: bool | None = None,
         device: str | torch.device | None = None,
         empty_turns: str = "error",
+        scale: str = DEFAULT_SCALE,
     ) -> ScoreOutput:
         """Score context-response pairs; see :mod:`dialeval.schema` for the accepted input forms.
 
         ``empty_turns="skip"`` scores the items without an empty turn, response or reference and gives the others
         the score ``None`` (their index and reason are in ``metadata["skipped"]``); the system score is the mean
         over the scored items. The default, ``"error"``, raises :class:`~dialeval.errors.EmptyTurnError`.
+        ``scale="calibrated"`` reports percentiles among human replies (module docstring); a metric without a
+        fitted map refuses it before scoring, naming the command that fits one.
         """
         items = normalize_items(contexts, responses, references, empty_turns=empty_turns)
         if self.requires_references and references is None:
             raise InputError(self.missing_references("; pass references=[...] (one per item)"))
         self._check_batch_size(batch_size)
+        cdf = self.scale_map(scale, "turn")
         if device is not None:
             self.to(device)
         kept = [i for i, item in enumerate(items) if isinstance(item, ScoringItem)]
         start = time.perf_counter()
-        scores = self._score_items([items[i] for i in kept], batch_size=batch_size, progress_bar=progress_bar)
+        with progress_scope(self.name, progress_bar):
+            scores = self._score_items([items[i] for i in kept], batch_size=batch_size, progress_bar=progress_bar)
         return self._output(self._finite(scores, kept), items, kept, start, batch_size, level="turn",
-                            empty_turns=empty_turns)
+                            empty_turns=empty_turns, scale=scale, cdf=cdf)
 
     def score_dialogues(
         self,
@@ -174,23 +212,27 @@ class Scorer(abc.ABC):
         progress_bar: bool | None = None,
         device: str | torch.device | None = None,
         empty_turns: str = "error",
+        scale: str = DEFAULT_SCALE,
     ) -> ScoreOutput:
         """Score whole dialogues (each a list of turns or ``{"role", "content"}`` messages).
 
-        ``empty_turns`` as in :meth:`score`: under ``"skip"`` a dialogue with an empty turn gets the score ``None``.
+        ``empty_turns`` and ``scale`` as in :meth:`score`: under ``"skip"`` a dialogue with an empty turn gets the
+        score ``None``; the calibrated scale of dialogue scores has its own map, fitted on whole dialogues.
         """
         if self.requires_references:
             raise InputError(self.missing_references(" and cannot score dialogues on their own"))
         normalized = normalize_dialogues(dialogues, min_turns=2, empty_turns=empty_turns)
         self._check_batch_size(batch_size)
+        cdf = self.scale_map(scale, "dialogue")
         if device is not None:
             self.to(device)
         kept = [i for i, d in enumerate(normalized) if isinstance(d, Dialogue)]
         start = time.perf_counter()
-        scores, extra = self._score_dialogues([normalized[i] for i in kept], batch_size=batch_size,
-                                              progress_bar=progress_bar)
+        with progress_scope(self.name, progress_bar):
+            scores, extra = self._score_dialogues([normalized[i] for i in kept], batch_size=batch_size,
+                                                  progress_bar=progress_bar)
         return self._output(self._finite(scores, kept), normalized, kept, start, batch_size, level="dialogue",
-                            extra=extra, empty_turns=empty_turns)
+                            extra=extra, empty_turns=empty_turns, scale=scale, cdf=cdf)
 
     def score_batch(self, batch: Mapping[str, list], *, empty_turns: str = "error") -> dict[str, Any]:
         """Pure batch function for ``datasets.map(batched=True)`` / Ray ``map_batches``.
@@ -216,6 +258,13 @@ class Scorer(abc.ABC):
         reasons = {s["index"]: s["reason"] for s in out.metadata["skipped"]}
         return {"score": out.scores, "skipped_reason": [reasons.get(i) for i in range(len(out.scores))]}
 
+    def scale_map(self, scale: str, level: str) -> EmpiricalCdf | None:
+        """The map of this scorer's ``level`` scores onto ``scale`` (None for the raw scale); a
+        :class:`~dialeval.scoring.calibration.CalibrationError` naming the metric and the command that fits one
+        when it has none."""
+        check_scale(scale)
+        return None if scale == DEFAULT_SCALE else scale_map(self.name, self.fingerprint(), level)
+
     # -- helpers --------------------------------------------------------------------------------------------------
     @staticmethod
     def _check_batch_size(batch_size: int) -> None:
@@ -237,9 +286,10 @@ class Scorer(abc.ABC):
 
     def _output(
         self, scores: np.ndarray, items: Sequence, kept: list[int], start: float, batch_size: int, *, level: str,
-        extra: dict | None = None, empty_turns: str,
+        extra: dict | None = None, empty_turns: str, scale: str = DEFAULT_SCALE, cdf: EmpiricalCdf | None = None,
     ) -> ScoreOutput:
-        """The output for ``items`` (normalised, skipped ones included) from the ``scores`` of the ``kept`` ones."""
+        """The output for ``items`` (normalised, skipped ones included) from the ``scores`` of the ``kept`` ones,
+        mapped by ``cdf`` onto ``scale`` when one is given."""
         seconds = round(time.perf_counter() - start, 4)
         meta = {
             "metric": self.name,
@@ -249,9 +299,13 @@ class Scorer(abc.ABC):
             # where the torch model ran; a scorer without one (overlap, GloVe) computes on the CPU
             "device": "cpu" if self.device is None else str(self.device),
             "seconds": seconds,
+            "scale": scale,
             **self._metadata(),
             **(extra or {}),
         }
+        if cdf is not None:
+            meta["raw_scores"] = scores.tolist()
+            scores = cdf(scores)
         per_item: list[float | None] = [None] * len(items)
         for i, value in zip(kept, scores.tolist()):
             per_item[i] = value
@@ -259,14 +313,19 @@ class Scorer(abc.ABC):
             meta = _to_input_positions(meta, kept, len(items))
             meta["n_scored"] = len(kept)
             meta["skipped"] = [{"index": s.index, "reason": s.reason} for s in items if isinstance(s, SkippedItem)]
+        if meta.get("truncated_items"):
+            warnings.warn(TruncationWarning(truncation_message(self.name, len(meta["truncated_items"]), len(items),
+                                                               self.truncation_rule())), stacklevel=3)
         system = float(scores.mean()) if scores.size else float("nan")
-        return ScoreOutput(scores=per_item, system_score=system, signature=self.signature, metadata=meta)
+        return ScoreOutput(scores=per_item, system_score=system, signature=with_scale(self.signature, scale),
+                           metadata=meta)
 
 
 def _to_input_positions(meta: dict[str, Any], kept: list[int], n_items: int) -> dict[str, Any]:
     """Metadata that names items by position, moved from positions among the scored items to input positions.
 
-    The metric saw only the ``kept`` items: lists of item indices (keys ending in ``_items``) are mapped back,
+    The metric saw only the ``kept`` items: lists of item indices (keys ending in ``_items``, or a mapping of such
+    lists, e.g. each member's) are mapped back,
     and per-item lists (keys ending in ``_scores``, one entry per scored item or dialogue, e.g. ``turn_scores``)
     get ``None`` at the skipped ones.
     """
@@ -274,6 +333,8 @@ def _to_input_positions(meta: dict[str, Any], kept: list[int], n_items: int) -> 
     for key, value in meta.items():
         if key.endswith("_items") and isinstance(value, list):
             out[key] = [kept[i] for i in value]
+        elif key.endswith("_items") and isinstance(value, dict):
+            out[key] = {k: [kept[i] for i in v] for k, v in value.items()}
         elif key.endswith("_scores") and isinstance(value, list) and len(value) == len(kept):
             per_item: list = [None] * n_items
             for i, entry in zip(kept, value):

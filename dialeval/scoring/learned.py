@@ -102,7 +102,7 @@ class LearnedScorer(Scorer):
         """
         scores = np.zeros(n_items, dtype=np.float64)
         with torch.inference_mode():
-            for batch in progress(batches, total=len(batches), enabled=progress_bar, desc=desc or self.name):
+            for batch in progress(batches, total=len(batches), enabled=progress_bar, desc=desc or "scoring"):
                 for rows, n_real in fixed_row_chunks(batch):
                     scores[rows[:n_real]] = forward(rows)[:n_real].double().cpu().numpy()
         return scores

@@ -108,11 +108,12 @@ def test_device_reported_is_the_device_used(scorer):
     assert bleu.score(contexts=["a"], responses=["b c"], references=["b c"]).metadata["device"] == "cpu"
 
 
-def test_progress_bar_appears_only_for_long_jobs(monkeypatch, capsys):
+def test_progress_bar_appears_only_for_long_jobs_on_a_terminal(monkeypatch, capsys):
     import time
 
     from dialeval.backbone import batching
 
+    monkeypatch.setattr(batching, "stderr_is_terminal", lambda: True)
     list(batching.progress(range(3), total=3, enabled=None, desc="short"))
     assert capsys.readouterr().err == ""  # a short job prints nothing
     monkeypatch.setattr(batching, "PROGRESS_DELAY_SECONDS", 0.05)
@@ -125,6 +126,49 @@ def test_progress_bar_appears_only_for_long_jobs(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
     list(batching.progress(range(3), total=3, enabled=True, desc="asked"))
     assert "asked" in capsys.readouterr().err
+    monkeypatch.setattr(batching, "stderr_is_terminal", lambda: False)  # a pipe or a file: quiet unless asked
+    for _ in batching.progress(range(3), total=3, enabled=None, desc="piped"):
+        time.sleep(0.15)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_scope_labels_each_stage_and_silences_every_stage_of_a_quiet_call(monkeypatch, capsys):
+    from dialeval.backbone import batching
+
+    monkeypatch.setattr(batching, "stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(batching, "PROGRESS_DELAY_SECONDS", 0.0)
+    with batching.progress_scope("grade", True):
+        list(batching.progress(range(2), total=2, enabled=None, desc="encoding"))
+        with batching.progress_scope("pone", None):  # a member of a combination
+            list(batching.progress(range(2), total=2, enabled=None, desc="scoring"))
+    err = capsys.readouterr().err
+    assert "grade: encoding" in err and "grade/pone: scoring" in err and "/2 [" in err  # with its total
+    with batching.progress_scope("grade", False):  # progress_bar=False: even a stage that asks stays quiet
+        list(batching.progress(range(2), total=2, enabled=True, desc="encoding"))
+        with batching.progress_scope("pone", True):
+            list(batching.progress(range(2), total=2, enabled=None, desc="scoring"))
+    assert capsys.readouterr().err == ""
+
+
+def test_a_quiet_call_prints_no_bar_from_any_stage(monkeypatch, capsys):
+    """The encoder's own stage asks for no bar in particular: the call's ``progress_bar=False`` silences it."""
+    from dialeval.backbone import batching
+    from dialeval.scoring.base import Scorer
+
+    monkeypatch.setattr(batching, "stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(batching, "PROGRESS_DELAY_SECONDS", 0.0)
+
+    class Staged(Scorer):
+        name = "staged"
+
+        def _score_items(self, items, *, batch_size, progress_bar):
+            list(batching.progress(range(3), total=3, enabled=None, desc="encoding"))  # a stage that passes None
+            return np.zeros(len(items))
+
+    Staged().score(contexts=["a"] * 6, responses=["b"] * 6, progress_bar=False)
+    assert capsys.readouterr().err == ""
+    Staged().score(contexts=["a"] * 6, responses=["b"] * 6, progress_bar=True)
+    assert "staged: encoding" in capsys.readouterr().err
 
 
 def test_huge_and_non_ascii_inputs_get_defined_scores(scorer):

@@ -20,18 +20,18 @@ RESPONSES = ["Did you find it in the end?", "Hello there, how are you today?"]
 
 
 class _OptionsProbe(Scorer):
-    """A scorer whose constructor takes any keyword: the response's character count times its ``scale`` option."""
+    """A scorer whose constructor takes any keyword: the response's character count times its ``factor`` option."""
 
     name = "options_probe"
 
     def __init__(self, *, device=None, **settings) -> None:
         super().__init__(device=device)
-        self.scale = settings.pop("scale", 1.0)
+        self.factor = settings.pop("factor", 1.0)
         if settings:
             raise ValueError(f"options_probe has no setting {sorted(settings)}")
 
     def _score_items(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
-        return np.asarray([len(it.response) * self.scale for it in items], dtype=np.float64)
+        return np.asarray([len(it.response) * self.factor for it in items], dtype=np.float64)
 
 
 def test_constructor_and_call_options_go_where_they_are_declared():
@@ -60,7 +60,7 @@ def test_an_unknown_key_is_named_with_the_metric_and_the_accepted_keys():
     message = str(err.value)
     assert isinstance(err.value, DialevalError)
     assert message.startswith("unknown 'bleu4' option 'batchsize'; did you mean 'batch_size'?")
-    assert "choices: device, contexts, responses, references, batch_size, progress_bar, empty_turns" in message
+    assert "choices: device, contexts, responses, references, batch_size, progress_bar, empty_turns, scale" in message
     with pytest.raises(UnknownNameError, match=r"unknown 'bleu4' option 'max_length'"):
         dialeval.score("bleu4", contexts=["a"], responses=["b"], references=["b"], max_length=8)
 
@@ -73,7 +73,7 @@ def options_probe():
 
 
 def test_a_constructor_with_kwargs_receives_the_keys_nobody_declares(options_probe):
-    out = dialeval.score("options_probe", contexts=["a", "b"], responses=["four", "ab"], scale=2.0, batch_size=1)
+    out = dialeval.score("options_probe", contexts=["a", "b"], responses=["four", "ab"], factor=2.0, batch_size=1)
     assert out.scores == [8.0, 4.0] and out.metadata["batch_size"] == 1  # batch_size still went to the call
     with pytest.raises(ValueError, match=r"options_probe has no setting \['colour'\]"):
         dialeval.score("options_probe", contexts=["a"], responses=["b"], colour="red")

@@ -230,3 +230,29 @@ def test_the_ensemble_scores_through_dialeval_score_and_the_command_line(checkpo
                                       str(source), "-q"])
     assert result.exit_code == 0, result.output
     assert f"x0\t{out.scores[0]:.4f}" in result.output and f"x1\t{out.scores[1]:.4f}" in result.output
+
+
+def test_the_ensemble_counts_cut_items_once_whichever_members_cut_them(checkpoint, monkeypatch):
+    """Two members cut the same item and one of them another: two items, one warning (the ensemble's), and each
+    member's items in the metadata."""
+    import warnings
+
+    from dialeval.scoring.base import TruncationWarning
+
+    def cuts(items):
+        def metadata(self):
+            return {"truncated_items": list(items), "truncated_texts": 2 * len(items)}
+        return metadata
+
+    monkeypatch.setattr(FakeWords, "_metadata", cuts([1]))
+    monkeypatch.setattr(FakeOverlap, "_metadata", cuts([1, 3]))
+    scorer = dialeval.load_scorer("ensemble", checkpoint=checkpoint)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        out = scorer.score(contexts=CONTEXTS, responses=RESPONSES)
+    assert [str(w.message) for w in said if w.category is TruncationWarning] == [
+        "ensemble: 2 of 5 items were cut to fit each member's own input limit (metadata['member_truncated_items'] "
+        "says which member cut which item)"]
+    assert out.metadata["truncated_items"] == [1, 3]
+    assert out.metadata["member_truncated_items"] == {"words": [1], "overlap": [1, 3]}
+    assert out.metadata["truncated_texts"] == 6  # the members' own counts, added up, stay beside

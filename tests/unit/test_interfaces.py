@@ -94,8 +94,12 @@ def test_app_scores_with_the_shipped_checkpoint(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "gradio", _fake_gradio())
     demo = runpy.run_path(str(ROOT / "metrics" / "pone" / "app.py"))["demo"]
-    direct = dialeval.load_scorer("pone").score(contexts=[["Want lunch?", "Yes!"]], responses=["Pizza?"])
-    assert demo.fn("Want lunch?\nYes!", "Pizza?") == f"PONE score: {direct.scores[0]:.4f}\n\n{direct.signature}"
+    direct = dialeval.load_scorer("pone").score(contexts=[["Want lunch?", "Yes!"]], responses=["Pizza?"],
+                                                scale="calibrated")
+    raw, calibrated = direct.metadata["raw_scores"][0], direct.scores[0]
+    assert demo.fn("Want lunch?\nYes!", "Pizza?") == (
+        f"PONE score: {raw:.4f}\ncalibrated: {calibrated:.4f} (higher than {calibrated:.0%} of human replies in "
+        f"DailyDialog validation)\n\n{direct.signature}")
     assert demo.fn("", "Pizza?").startswith("Enter")
 
 
@@ -143,11 +147,18 @@ def test_registered_modules_load_by_name_in_a_fresh_offline_process(tmp_path):
     code = ("import evaluate, json, sys, dialeval\n"
             "out = evaluate.load('dialeval/pone').compute(predictions=['Sure, what time?'], contexts=[['Lunch?']])\n"
             "direct = dialeval.load_scorer('pone').score(contexts=[['Lunch?']], responses=['Sure, what time?'])\n"
-            "json.dump({'module': out['scores'], 'direct': direct.scores}, open(sys.argv[1], 'w'))\n")
+            "cal = evaluate.load('dialeval/pone').compute(predictions=['Sure, what time?'], contexts=[['Lunch?']],\n"
+            "                                             scale='calibrated')\n"
+            "direct_cal = dialeval.load_scorer('pone').score(contexts=[['Lunch?']], responses=['Sure, what time?'],\n"
+            "                                                scale='calibrated')\n"
+            "json.dump({'module': out['scores'], 'direct': direct.scores, 'module_cal': cal['scores'],\n"
+            "           'direct_cal': direct_cal.scores, 'signature': cal['signature']}, open(sys.argv[1], 'w'))\n")
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "out.json")], env=env, capture_output=True,
                    cwd=tmp_path, check=True)
     result = json.loads((tmp_path / "out.json").read_text())
     assert result["module"] == result["direct"]
+    assert result["module_cal"] == result["direct_cal"] != result["direct"]  # compute(scale=...) reaches the scorer
+    assert result["signature"].endswith("|scale:calibrated")
     from dialeval.errors import UnknownNameError
     from dialeval.interfaces.evaluate_cache import register
 

@@ -598,3 +598,9 @@ def test_cli_overwrite_replaces_an_output_of_another_metric(turn_file, tmp_path)
                                                    references=[r["references"] for r in rows], progress_bar=False)
     assert [r["score"] for r in read_jsonl(out)] == list(expected.scores)
     assert manifest(out)["run"]["metric"] == "bleu4"
+
+
+def test_a_jsonl_source_knows_its_rows_for_the_progress_total_without_parsing_them(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n\n{"a": 2}\n  \nnot json, still a row\n{"a": 3}')
+    assert open_source(path).length == 4 == len(list(open_source(path).rows()))

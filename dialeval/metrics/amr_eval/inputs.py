@@ -70,6 +70,7 @@ class AmrEvalInputBuilder:
         self._concept_pieces: dict[str, list[int]] = {}
         self.truncated = 0  # every cut (module docstring); the callers reset both counters
         self.truncated_texts = 0
+        self.truncated_rows: list[int] = []  # the items of the last :meth:`text_inputs` call whose text was cut
 
     # -- text -------------------------------------------------------------------------------------------------------
     def text_inputs(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[TextInput]:
@@ -77,7 +78,8 @@ class AmrEvalInputBuilder:
         context_ids = tokenize([" ".join(c) for c in contexts], add_special_tokens=False, verbose=False)["input_ids"]
         response_ids = tokenize(list(responses), add_special_tokens=False, verbose=False)["input_ids"]
         out = []
-        for ctx, resp in zip(context_ids, response_ids):
+        self.truncated_rows = []
+        for k, (ctx, resp) in enumerate(zip(context_ids, response_ids)):
             cuts = 0
             if len(resp) > MAX_RESPONSE_TOKENS:
                 cuts += 1
@@ -88,6 +90,8 @@ class AmrEvalInputBuilder:
                 ctx = ctx[len(ctx) - room:]
             self.truncated += cuts
             self.truncated_texts += int(cuts > 0)
+            if cuts:
+                self.truncated_rows.append(k)
             head, tail = [self.cls, *ctx, self.sep], [*resp, self.sep]
             out.append(TextInput(ids=head + tail, type_ids=[0] * len(head) + [1] * len(tail)))
         return out

@@ -42,7 +42,7 @@ from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer, load_pretrained
 from .graph_cache import CachedGraphs
 from .graph_sources import GraphSource, load_graph_source
-from .inputs import MAX_CONCEPTS, AmrEvalInputBuilder, join_context
+from .inputs import MAX_CONCEPTS, MAX_RESPONSE_TOKENS, AmrEvalInputBuilder, join_context
 from .judge import JudgeItem, LlmJudge
 from .judge_backends import backend_from_spec
 
@@ -166,6 +166,7 @@ class AmrEvalScorer(LearnedScorer):
         scores = self.fixed_row_forward(len(items), length_sorted_batches(widths, batch_size), forward,
                                         progress_bar=progress_bar)
         self._last["truncated_texts"] = self.inputs.truncated_texts
+        self._last["truncated_items"] = list(self.inputs.truncated_rows)
         if self.judge is None:
             for key in ("slm_scores", "judge_requests", "judge_from_cache", "judge_mean_digit_mass"):
                 self._last.pop(key, None)
@@ -193,6 +194,10 @@ class AmrEvalScorer(LearnedScorer):
 
     def _metadata(self) -> dict[str, Any]:
         return {**super()._metadata(), **self._last}
+
+    def truncation_rule(self) -> str:
+        return (f"{self.model.config.max_seq_length} tokens of [CLS] context [SEP] response [SEP]: the response keeps "
+                f"its first {MAX_RESPONSE_TOKENS} tokens, the context its most recent ones")
 
 
 __all__ = ["LENGTH_BUCKET", "AmrEvalScorer", "JudgeFailed", "source_kind"]

@@ -118,6 +118,19 @@ class RuberScorer(LearnedScorer):
             right += [ref for it in items for ref in it.references]
         return self.encoder.count_truncated(contexts) + self.encoder.count_truncated(right)
 
+    def truncated_items(self, items: list[ScoringItem]) -> list[int]:
+        """The items of which the current mode encodes at least one text longer than the encoder's limit."""
+        contexts = self.context_texts(items) if self.mode in ("unreferenced", "hybrid") else [None] * len(items)
+        referenced = self.mode in ("referenced", "hybrid")
+        cut_contexts = set(self.encoder.truncated_items([[c] if c is not None else [] for c in contexts]))
+        cut_right = set(self.encoder.truncated_items(
+            [[it.response, *(it.references if referenced else ())] for it in items]))
+        return sorted(cut_contexts | cut_right)
+
+    def truncation_rule(self) -> str:
+        return (f"the encoder's {self.encoder.max_length} tokens per text: a context keeps its most recent tokens, a "
+                "response or reference its first")
+
     def unreferenced(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
         """The head's probability that each response fits its context, in (0, 1)."""
         c = self.encoder.embed(self.context_texts(items), batch_size=batch_size, side="left",
@@ -155,7 +168,8 @@ class RuberScorer(LearnedScorer):
     # -- Scorer ---------------------------------------------------------------------------------------------------
     def _score_items(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
         self._call_meta = {"mode": self.mode, "context_turns": self.model.config.context_turns,
-                           "truncated_texts": self.truncated_texts(items)}
+                           "truncated_texts": self.truncated_texts(items),
+                           "truncated_items": self.truncated_items(items)}
         if self.mode == "unreferenced":
             return self.unreferenced(items, batch_size=batch_size, progress_bar=progress_bar)
         if self.mode == "referenced":

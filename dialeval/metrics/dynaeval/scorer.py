@@ -84,13 +84,14 @@ class DynaEvalScorer(LearnedScorer):
         """Scores of (turns, speaker ids) dialogues, each computed alone."""
         texts = list(dict.fromkeys(t.text for turns, _ in dialogues for t in turns))
         self._truncated += self.encoder.count_truncated(texts)
+        self._cut_dialogues = self.encoder.truncated_items([[t.text for t in turns] for turns, _ in dialogues])
         start = time.perf_counter()
         vectors = self.encoder.embed(texts, batch_size=batch_size, progress_bar=progress_bar)
         row = {t: i for i, t in enumerate(texts)}
         encoded = time.perf_counter()
         scores = np.zeros(len(dialogues), dtype=np.float64)
         with torch.inference_mode():
-            for i in progress(range(len(dialogues)), total=len(dialogues), enabled=progress_bar, desc="dynaeval"):
+            for i in progress(range(len(dialogues)), total=len(dialogues), enabled=progress_bar, desc="scoring"):
                 turns, speakers = dialogues[i]
                 rows = torch.tensor([row[t.text] for t in turns], dtype=torch.long)
                 out = self.model(utterance_embeddings=vectors[rows].to(self.device),
@@ -101,10 +102,14 @@ class DynaEvalScorer(LearnedScorer):
         self._timing["model_seconds"] += time.perf_counter() - encoded
         return scores
 
+    def truncation_rule(self) -> str:
+        return f"the encoder's {self.encoder.max_length} tokens per utterance, each keeping its first"
+
     def _reset_call(self) -> None:
         """Zero the per-call figures of :meth:`_metadata`: timings and the truncation count."""
         self._timing = {"encode_seconds": 0.0, "model_seconds": 0.0}
         self._truncated = 0
+        self._cut_dialogues: list[int] = []
 
     def _score_dialogues(self, dialogues: list[Dialogue], *, batch_size: int, progress_bar: bool | None
                          ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -125,10 +130,13 @@ class DynaEvalScorer(LearnedScorer):
             return self._dialogue_scores(full, batch_size=batch_size, progress_bar=progress_bar)
         contexts = [(turns[:-1], speakers[:-1]) for turns, speakers in full]
         scores = self._dialogue_scores(full + contexts, batch_size=batch_size, progress_bar=progress_bar)
+        # an item's context is a part of its full dialogue: the item is cut when its full dialogue is
+        self._cut_dialogues = [k for k in self._cut_dialogues if k < len(items)]
         return scores[: len(items)] - scores[len(items):]
 
     def _metadata(self) -> dict[str, Any]:
         return {**super()._metadata(), "turn_score": self.turn_score, "truncated_texts": self._truncated,
+                "truncated_items": list(self._cut_dialogues),
                 **{k: round(v, 4) for k, v in self._timing.items()}}
 
 

@@ -31,8 +31,9 @@ CPU thread count and package versions, which the ensemble's signature gives once
 so that it stays one short line.
 
 Per call, the metadata holds every member's raw and calibrated scores (``<member>_scores``,
-``<member>_calibrated_scores``) and ``truncated_texts``: the sum of the members' own counts (a text two members cut
-counts twice; ``member_truncated_texts`` has each).
+``<member>_calibrated_scores``), ``truncated_items``: the items at least one member cut (``member_truncated_items``
+has each member's), and ``truncated_texts``: the sum of the members' own counts (a text two members cut counts twice;
+``member_truncated_texts`` has each).
 
 Each member's score of an item does not depend on its batch-mates (each member guarantees it), the calibration
 and the combination are computed item by item: an item's ensemble score is the same, bit for bit, alone or in any
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -51,7 +53,7 @@ import torch
 from ...backbone.device import resolve_device
 from ...errors import InputError, UnknownNameError
 from ...schema import Dialogue, ScoringItem
-from ...scoring.base import Scorer
+from ...scoring.base import Scorer, TruncationWarning
 from ...scoring.checkpoints import checkpoint_fingerprint, resolve_checkpoint
 from .checkpoint import EnsembleConfig, MemberSetConfig
 from .members import (
@@ -168,27 +170,37 @@ class EnsembleScorer(Scorer):
                  progress_bar: bool | None) -> np.ndarray:
         """Each member's raw scores of ``inputs`` (``member_scores``: the turn or dialogue form), calibrated by
         ``calibration`` and combined by ``combiner``; the call's metadata describes them."""
-        raw, calibrated, truncated = {}, {}, {}
+        raw, calibrated, truncated, cut_items = {}, {}, {}, {}
         for m in members:
             if inputs:
-                raw[m], meta = member_scores(self.config.members[m], self.members[m], inputs,
-                                             batch_size=batch_size, progress_bar=progress_bar)
+                with warnings.catch_warnings():  # the ensemble says once what its members cut, counted per item
+                    warnings.simplefilter("ignore", TruncationWarning)
+                    raw[m], meta = member_scores(self.config.members[m], self.members[m], inputs,
+                                                 batch_size=batch_size, progress_bar=progress_bar)
             else:
                 raw[m], meta = np.zeros(0), {}
             calibrated[m] = calibration[m](raw[m])
             if "truncated_texts" in meta:
                 truncated[m] = int(meta["truncated_texts"])
-        self._call_meta = self._describe(combiner.kind, raw, calibrated, truncated)
+            if "truncated_items" in meta:
+                cut_items[m] = list(meta["truncated_items"])
+        self._call_meta = self._describe(combiner.kind, raw, calibrated, truncated, cut_items)
         return combiner.apply(calibrated)
 
-    def _describe(self, combiner: str, raw: dict, calibrated: dict, truncated: dict) -> dict[str, Any]:
+    def _describe(self, combiner: str, raw: dict, calibrated: dict, truncated: dict, cut_items: dict
+                  ) -> dict[str, Any]:
         meta: dict[str, Any] = {"member_set": self.member_set, "combiner": combiner, "members": list(raw)}
         for m in raw:
             meta[f"{m}_scores"] = raw[m].tolist()
             meta[f"{m}_calibrated_scores"] = calibrated[m].tolist()
         meta["member_truncated_texts"] = truncated
         meta["truncated_texts"] = sum(truncated.values())
+        meta["member_truncated_items"] = cut_items
+        meta["truncated_items"] = sorted({k for items in cut_items.values() for k in items})
         return meta
+
+    def truncation_rule(self) -> str:
+        return "each member's own input limit (metadata['member_truncated_items'] says which member cut which item)"
 
     def _metadata(self) -> dict[str, Any]:
         return dict(self._call_meta)

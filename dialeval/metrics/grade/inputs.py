@@ -46,6 +46,7 @@ class GradeInputBuilder:
         self.cache_size = cache_size
         self._graph_cache: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
         self.truncated = 0  # pairs cut to max_seq_length since the last reset (the caller resets it)
+        self.truncated_items: list[int] = []  # their places in the calls to :meth:`prepare` since then
 
     def token_ids(self, context: Sequence[str], response: str) -> tuple[list[int], int]:
         """Token ids of ``[CLS] context [SEP] response [SEP]``; the context keeps its end when cut. A pair that has
@@ -81,8 +82,11 @@ class GradeInputBuilder:
         windows = [(context_window(c), r) for c, r in pairs]
         graphs = self.graphs(windows) if self.use_graph else [None] * len(windows)
         out = []
-        for (window, response), graph in zip(windows, graphs):
+        for k, ((window, response), graph) in enumerate(zip(windows, graphs)):
+            before = self.truncated
             ids, first_len = self.token_ids(window, response)
+            if self.truncated > before:
+                self.truncated_items.append(k)
             item: dict[str, Any] = {"ids": ids, "first_len": first_len}
             if graph is not None:
                 item["graph"] = graph

@@ -57,7 +57,7 @@ class GradeScorer(LearnedScorer):
         return load_pretrained(GradeModel, path, dtype=torch.float32)
 
     def _score_items(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
-        self.inputs.truncated = 0
+        self.inputs.truncated, self.inputs.truncated_items = 0, []
         prepared = self.inputs.prepare([([t.text for t in it.context], it.response) for it in items])
         limit = self.model.config.max_seq_length
         widths = [min(limit, -(-len(p["ids"]) // LENGTH_BUCKET) * LENGTH_BUCKET) for p in prepared]
@@ -71,4 +71,9 @@ class GradeScorer(LearnedScorer):
                                       progress_bar=progress_bar)
 
     def _metadata(self) -> dict[str, Any]:
-        return {**super()._metadata(), "truncated_texts": self.inputs.truncated}
+        return {**super()._metadata(), "truncated_texts": self.inputs.truncated,
+                "truncated_items": list(self.inputs.truncated_items)}
+
+    def truncation_rule(self) -> str:
+        return (f"{self.model.config.max_seq_length} tokens of [CLS] context [SEP] response [SEP], the longer side cut "
+                "first (the context loses its oldest tokens, the response its last)")

@@ -48,6 +48,7 @@ class RadeInputBuilder:
         self.cls, self.sep = tokenizer.cls_token_id, tokenizer.sep_token_id
         self.pad = tokenizer.pad_token_id
         self.truncated = 0
+        self.truncated_rows: list[int] = []  # the inputs of the last :meth:`evaluator_inputs` call that were cut
 
     def _tokens(self, texts: Sequence[str]) -> list[list[int]]:
         return self.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]  # cut below
@@ -71,13 +72,17 @@ class RadeInputBuilder:
         candidate_ids = self._tokens(candidates)
         reference_ids = self._tokens([r or "" for r in references]) if self.use_reference else None
         out = []
+        self.truncated_rows = []
         for i, (ctx, cand) in enumerate(zip(context_ids, candidate_ids)):
+            before = self.truncated
             tail = self._head(cand) + [self.sep]
             segments = [CANDIDATE] * len(tail)
             if reference_ids is not None:
                 ref = self._head(reference_ids[i]) + [self.sep]
                 tail, segments = ref + tail, [REFERENCE] * len(ref) + segments
             ctx = self._tail(ctx, self.max_seq_length - len(tail) - 2)
+            if self.truncated > before:
+                self.truncated_rows.append(i)
             head = [self.cls, *ctx, self.sep]
             out.append(EvaluatorInput(ids=head + tail, type_ids=[0] * len(head) + [1] * len(tail),
                                       segment_ids=[CONTEXT] * len(head) + segments))

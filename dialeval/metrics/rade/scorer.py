@@ -115,9 +115,17 @@ class RadeScorer(LearnedScorer):
             scores = np.add.reduceat(pair_scores, starts) / counts if len(items) else pair_scores
         else:
             scores = np.maximum.reduceat(pair_scores, starts) if len(items) else pair_scores
-        self._last = {"truncated_texts": self.inputs.truncated, "references_read": int(counts.sum()),
+        owner = [i for i, refs in enumerate(references) for _ in refs]
+        self._last = {"truncated_texts": self.inputs.truncated,
+                      "truncated_items": sorted({owner[r] for r in self.inputs.truncated_rows}),
+                      "references_read": int(counts.sum()),
                       "pseudo_references": sum(routes.values()), "pseudo_reference_routes": routes}
         return scores
 
     def _metadata(self) -> dict[str, Any]:
         return {**super()._metadata(), **self._last}
+
+    def truncation_rule(self) -> str:
+        return (f"{self.model.config.max_seq_length} tokens of [CLS] context [SEP] reference [SEP] response [SEP]: the "
+                f"reference and the response keep their first {self.inputs.max_reference_length} tokens, the context "
+                "its most recent ones")
