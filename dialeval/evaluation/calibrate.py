@@ -10,9 +10,9 @@ same items on every machine):
   scored against the first as its reference.
 * **dialogue level**, :func:`human_dialogues`: ``n`` DailyDialog validation dialogues, whole.
 
-1,000 items put the 201 stored quantiles' probabilities within about 0.016 of the population's (the binomial
-standard error at the median, sqrt(0.25 / 1000)), finer than the scale is meant to be read, and keep a fit of
-the slowest learned metric within minutes on a CPU.
+Why 1,000 items: a stored percentile is then off by at most about sqrt(0.25 / 1000) (the binomial standard error
+at the median), finer than the scale is meant to be read, and a fit of the slowest learned metric stays within
+minutes on a CPU.
 """
 
 from __future__ import annotations
