@@ -167,6 +167,18 @@ def truncated_items(metadata: dict[str, Any]) -> int | None:
     return len(metadata[TRUNCATION_KEY]) if TRUNCATION_KEY in metadata else None
 
 
+def truncation_note(scorer: Any, metadata: list[dict[str, Any]]) -> str | None:
+    """The one line a command prints about what ``scorer``'s calls behind it cut (None when nothing was); the calls'
+    own warnings are held back (:func:`~dialeval.scoring.base.quiet_truncation`), so that a run says it once."""
+    cut = sum(truncated_items(m) or 0 for m in metadata)
+    if not cut:
+        return None
+    from ..scoring.base import truncation_message
+
+    message = truncation_message(scorer.name, cut, sum(m["n_items"] for m in metadata), scorer.truncation_rule())
+    return f"note: {message}; each is scored on what was kept"
+
+
 def summary_line(metadata: list[dict[str, Any]]) -> str:
     """One line about the scoring calls behind a command: items (skipped), truncated items (the items each call
     cut, added up; the metrics that do not say are named), graphs (the AMR evaluator: utterances, seconds, parsed
@@ -177,7 +189,8 @@ def summary_line(metadata: list[dict[str, Any]]) -> str:
     uncounted = [m["metric"] for m in metadata if truncated_items(m) is None]
     parts = [f"{items} items" + (f" ({skipped} skipped)" if skipped else "")]
     if counted:
-        parts.append(f"{sum(truncated_items(m) for m in counted)} truncated items")
+        cut = sum(truncated_items(m) for m in counted)
+        parts.append(f"{cut} truncated item{'' if cut == 1 else 's'}")
     if uncounted:
         parts.append(f"truncation not reported by {', '.join(dict.fromkeys(uncounted))}")
     graphs = [m for m in metadata if "graph_utterances" in m]
@@ -278,13 +291,9 @@ def score(
                + f"  system score: {system}")
     typer.echo(f"signature: {with_scale(scorer.signature, scale.value)}")
     if metadata:
-        cut = sum(truncated_items(m) or 0 for m in metadata)
-        if cut:  # said once per run, whatever the number of chunks and processes
-            from ..scoring.base import truncation_message
-
-            message = truncation_message(scorer.name, cut, sum(m["n_items"] for m in metadata),
-                                         scorer.truncation_rule())
-            typer.echo(f"note: {message}; each is scored on what was kept", err=True)
+        note = truncation_note(scorer, metadata)  # once per run, whatever the number of chunks and processes
+        if note:
+            typer.echo(note, err=True)
         typer.echo(summary_line(metadata), err=True)
 
 
@@ -361,6 +370,7 @@ def benchmark(
         write_csv,
         write_json,
     )
+    from ..scoring.base import quiet_truncation
     from ..scoring.registry import baseline_names, scorer_class
 
     set_torch_threads(threads)
@@ -379,17 +389,19 @@ def benchmark(
 
         disable_progress_bar()
     output_dir.mkdir(parents=True, exist_ok=True)
-    results, skipped, plot_files, not_plotted = [], [], [], []
+    results, skipped, plot_files, not_plotted, notes = [], [], [], [], []
     for m in metrics:
         scorer = _load(m, device=device, checkpoint=checkpoint, options=option,
                        data_dir=data_dir if _reads_data_dir(m) else None)
         if label:
             scorer.name = label
+        first = len(results)
         for name in names:
             try:
-                res = run_benchmark(scorer, name, aspect=aspect, split=split, data_dir=data_dir,
-                                    batch_size=batch_size, n_boot=bootstrap, seed=seed,
-                                    progress_bar=False if quiet else None)
+                with quiet_truncation():  # said once per metric, below
+                    res = run_benchmark(scorer, name, aspect=aspect, split=split, data_dir=data_dir,
+                                        batch_size=batch_size, n_boot=bootstrap, seed=seed,
+                                        progress_bar=False if quiet else None)
             except MetricNotApplicable as err:
                 skipped.append(str(err))
                 continue
@@ -398,6 +410,7 @@ def benchmark(
                 drawn = scatter_plot(res, output_dir / f"{label or m}__{name}.png", aspect=aspect)
                 plot_files.extend(drawn.paths)
                 not_plotted.extend([drawn.reason] if drawn.reason else [])
+        notes.append(truncation_note(scorer, [res.metadata for res in results[first:]]))
     rows = [r for res in results for r in res.rows]
     correlations, accuracies = [r for r in rows if "accuracy" not in r], [r for r in rows if "accuracy" in r]
     typer.echo("\n\n".join(format_table(part) for part in (correlations, accuracies) if part) or format_table([]))
@@ -416,6 +429,8 @@ def benchmark(
         typer.echo(f"no plot: {reason}")
     for name, sig in dict((res.metric, res.signature) for res in results).items():
         typer.echo(f"signature[{name}]: {sig}")
+    for note in filter(None, notes):
+        typer.echo(note, err=True)
     if results:
         typer.echo(summary_line([res.metadata for res in results]), err=True)
 

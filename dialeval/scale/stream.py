@@ -28,7 +28,6 @@ from __future__ import annotations
 import itertools
 import re
 import time
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,7 @@ from ..backbone.batching import may_show, progress
 from ..backbone.device import process_state
 from ..errors import DialevalError, InputError, InputFileError, UnknownNameError
 from ..schema import check_empty_turns, normalize_dialogues, normalize_items
-from ..scoring.base import Scorer, TruncationWarning
+from ..scoring.base import Scorer, quiet_truncation
 from ..scoring.scales import DEFAULT_SCALE, with_scale
 from .output import RESULT_COLUMNS, OutputConflict, ResultWriter, Totals
 from .sources import SourceRow, open_source
@@ -179,8 +178,7 @@ def score_inputs(scorer: Scorer, level: str, inputs: list, *, batch_size: int, e
     order; ``progress_bar`` as in :meth:`Scorer.score` (the scorer's stages, batch by batch). The scorer's
     truncation warning is held back (a run says it once, from ``n_truncated_items``)."""
     common = {"batch_size": batch_size, "progress_bar": progress_bar, "empty_turns": empty_turns, "scale": scale}
-    with warnings.catch_warnings():  # what a run cut is said once, at its end, from the counts (dialeval score)
-        warnings.simplefilter("ignore", TruncationWarning)
+    with quiet_truncation():  # what a run cut is said once, at its end, from the counts (dialeval score)
         if level == "dialogue":
             out = scorer.score_dialogues(dialogues=inputs, **common)
         else:

@@ -24,7 +24,8 @@ from __future__ import annotations
 import abc
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
@@ -45,11 +46,20 @@ from ..schema import (
     normalize_items,
 )
 
-__all__ = ["ScoreOutput", "Scorer", "TruncationWarning", "package_versions", "truncation_message"]
+__all__ = ["ScoreOutput", "Scorer", "TruncationWarning", "package_versions", "quiet_truncation", "truncation_message"]
 
 
 class TruncationWarning(UserWarning):
     """A scoring call cut inputs longer than its model reads (the message says how many, the limit and the side)."""
+
+
+@contextmanager
+def quiet_truncation() -> Iterator[None]:
+    """Scoring calls inside do not warn about what they cut: their caller says it once for all of them (a
+    combination of metrics, a ``dialeval score`` or ``benchmark`` run), from ``metadata["truncated_items"]``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TruncationWarning)
+        yield
 
 
 def truncation_message(metric: str, n_cut: int, n_items: int, rule: str | None) -> str:
@@ -128,7 +138,8 @@ class Scorer(abc.ABC):
         owner_arr = np.asarray(owner)
         scores = np.array([turn_scores[owner_arr == d].mean() for d in range(len(dialogues))], dtype=np.float64)
         per_dialogue = [turn_scores[owner_arr == d].tolist() for d in range(len(dialogues))]
-        extra: dict[str, Any] = {"dialogue_aggregation": "mean of turn scores (turns 2..n)", "turn_scores": per_dialogue}
+        extra: dict[str, Any] = {"dialogue_aggregation": "mean of turn scores (turns 2..n)",
+                                 "turn_scores": per_dialogue}
         cut_turns = self._metadata().get("truncated_items")
         if cut_turns is not None:  # the turns' places -> their dialogues'
             extra["truncated_items"] = sorted({owner[k] for k in cut_turns})

@@ -206,6 +206,6 @@ def test_benchmark_label_names_rows_and_files(tmp_path, data_dir):
     # stderr: no progress bar under --quiet, then the closing summary (items, truncation, seconds, device)
     summary = res.stderr.strip().splitlines()
     assert len(summary) == 1 and summary[0].startswith("summary: 375 items, "), res.stderr
-    assert " truncated texts; " in summary[0] and " s scoring on " in summary[0]
+    assert " truncated items; " in summary[0] and " s scoring on " in summary[0]
     rows = json.loads((tmp_path / "ruber-variant__fed_turn.json").read_text())[0]["rows"]
     assert rows and {r["metric"] for r in rows} == {"ruber-variant"}

@@ -176,7 +176,7 @@ def test_prepare_train_and_score(data, tmp_path):
     from dialeval.cli.app import summary_line
 
     line = summary_line([again.metadata])
-    assert line.startswith("summary: 4 items, 0 truncated texts, graphs of 6 utterances in ") and "(0 parsed)" in line
+    assert line.startswith("summary: 4 items, 0 truncated items, graphs of 6 utterances in ") and "(0 parsed)" in line
     meta = {**again.metadata, "graphs_parsed": 5, "graph_seconds": 0.5}
     assert "graphs of 6 utterances in 0.5 s (5 parsed, 10/s)" in summary_line([meta])
     from dialeval.errors import InputError

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -53,7 +52,7 @@ import torch
 from ...backbone.device import resolve_device
 from ...errors import InputError, UnknownNameError
 from ...schema import Dialogue, ScoringItem
-from ...scoring.base import Scorer, TruncationWarning
+from ...scoring.base import Scorer, quiet_truncation
 from ...scoring.checkpoints import checkpoint_fingerprint, resolve_checkpoint
 from .checkpoint import EnsembleConfig, MemberSetConfig
 from .members import (
@@ -173,8 +172,7 @@ class EnsembleScorer(Scorer):
         raw, calibrated, truncated, cut_items = {}, {}, {}, {}
         for m in members:
             if inputs:
-                with warnings.catch_warnings():  # the ensemble says once what its members cut, counted per item
-                    warnings.simplefilter("ignore", TruncationWarning)
+                with quiet_truncation():  # the ensemble says once what its members cut, counted per item
                     raw[m], meta = member_scores(self.config.members[m], self.members[m], inputs,
                                                  batch_size=batch_size, progress_bar=progress_bar)
             else:
