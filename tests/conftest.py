@@ -135,3 +135,26 @@ def data_dir():
         return resolve_data_dir()
     except DataDirNotFound as err:
         pytest.skip(f"real data not available: {err}")
+
+
+def write_tiny_encoder(folder: Path, *, seed: int = 0) -> Path:
+    """A tiny BERT encoder (32-d, 2 layers) with the bundled MiniLM's tokenizer, saved into ``folder`` as a model
+    folder that ``--encoder`` and :class:`dialeval.backbone.Encoder` take; ``seed`` sets its random weights."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from dialeval.backbone import default_encoder_path
+
+    tokenizer = AutoTokenizer.from_pretrained(default_encoder_path(), local_files_only=True)
+    torch.manual_seed(seed)
+    model = BertModel(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                                 num_attention_heads=2, intermediate_size=64, max_position_embeddings=128))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory) -> Path:
+    """A tiny BERT encoder folder (:func:`write_tiny_encoder`), for ``--encoder`` in tests."""
+    return write_tiny_encoder(tmp_path_factory.mktemp("tiny_encoder"))

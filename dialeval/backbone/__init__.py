@@ -8,12 +8,15 @@ from .encoder import (
     DEFAULT_ENCODER,
     DEFAULT_ENCODER_PACKAGE,
     Encoder,
+    EncoderMismatchError,
+    check_encoder,
     default_encoder_path,
     encoder_name,
     resolve_encoder_path,
     weights_fingerprint,
+    weights_sha256,
 )
 
-__all__ = ["DEFAULT_ENCODER", "DEFAULT_ENCODER_PACKAGE", "DeviceUnavailable", "Encoder", "check_device_available",
-           "default_encoder_path", "encoder_name", "length_sorted_batches", "progress", "resolve_device",
-           "resolve_encoder_path", "weights_fingerprint"]
+__all__ = ["DEFAULT_ENCODER", "DEFAULT_ENCODER_PACKAGE", "DeviceUnavailable", "Encoder", "EncoderMismatchError",
+           "check_device_available", "check_encoder", "default_encoder_path", "encoder_name", "length_sorted_batches",
+           "progress", "resolve_device", "resolve_encoder_path", "weights_fingerprint", "weights_sha256"]

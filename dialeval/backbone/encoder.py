@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from ..errors import DialevalError
 from .batching import FORWARD_ROWS, length_sorted_batches, progress
 from .device import resolve_device
 
@@ -91,20 +92,87 @@ def encoder_name(path: str | os.PathLike) -> str:
     return str(path)
 
 
+#: The weight files a model folder may hold, in the order ``AutoModel`` prefers them: the one it loads is the
+#: encoder's weights file, whose sha256 a checkpoint records.
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+class EncoderMismatchError(DialevalError, ValueError):
+    """A checkpoint read with another encoder than the one it was trained on (the message names both)."""
+
+
+def weights_file(path: str | os.PathLike) -> Path:
+    """The weights file ``AutoModel`` loads for encoder ``path`` (a folder, or a Hub id already in the local cache)."""
+    folder = Path(path)
+    if folder.is_dir():
+        for name in WEIGHT_FILES:
+            if (folder / name).is_file():
+                return folder / name
+        raise DialevalError(f"encoder folder {folder} holds no single weights file (one of {', '.join(WEIGHT_FILES)})")
+    from transformers.utils import cached_file
+
+    for name in WEIGHT_FILES:
+        found = cached_file(str(path), name, local_files_only=True, _raise_exceptions_for_missing_entries=False)
+        if found:
+            return Path(found)
+    raise DialevalError(f"encoder {path}: no weights file ({', '.join(WEIGHT_FILES)}) in the local Hugging Face cache")
+
+
 @lru_cache(maxsize=32)
-def weights_fingerprint(path: str) -> str:
-    """Short sha256 over the weight files of a local model folder (or of the id string for a hub id)."""
+def weights_digests(path: str) -> tuple[str, str]:
+    """The two digests of a local encoder folder's weights, from one read of them: (sha256, fingerprint).
+
+    ``sha256`` is the full sha256 of its weights file (:func:`weights_file`; ``""`` for a Hub id or a folder
+    without one): what a checkpoint records of its encoder (``dialeval train ... --encoder``) and a scorer
+    compares. ``fingerprint`` is the short sha256 over every
+    ``*.safetensors`` / ``*.bin`` file of the folder (name then bytes, in sorted order; of the id string for a Hub
+    id): what signatures, embedding stores and ensemble identities recorded before the full sha256 existed, kept as
+    it was so that they stay valid."""
     p = Path(path)
-    h = hashlib.sha256()
+    short = hashlib.sha256()
     files = sorted(f for f in p.glob("*") if f.suffix in {".safetensors", ".bin"}) if p.is_dir() else []
     if not files:
-        h.update(str(path).encode())
+        short.update(str(path).encode())
+    main = next((p / name for name in WEIGHT_FILES if (p / name).is_file()), None) if files else None
+    full = hashlib.sha256()
     for f in files:
-        h.update(f.name.encode())
+        short.update(f.name.encode())
         with open(f, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()[:12]
+                short.update(chunk)
+                if f == main:
+                    full.update(chunk)
+    return (full.hexdigest() if main is not None else ""), short.hexdigest()[:12]
+
+
+def weights_sha256(path: str | os.PathLike) -> str:
+    """The full sha256 of an encoder's weights file (:func:`weights_digests`; a Hub id's is that of the folder it is
+    cached in)."""
+    return weights_digests(str(path))[0] or weights_digests(str(weights_file(path).parent))[0]
+
+
+def weights_fingerprint(path: str | os.PathLike) -> str:
+    """The short sha256 over an encoder folder's weight files (:func:`weights_digests`)."""
+    return weights_digests(str(path))[1]
+
+
+def check_encoder(checkpoint: str | os.PathLike, recorded: str, recorded_sha256: str, encoder: "Encoder") -> None:
+    """Refuse ``encoder`` for a checkpoint trained on encoder ``recorded`` (its name as the config records it) whose
+    weights hashed to ``recorded_sha256``, unless it is that encoder: the same weights sha256 (64 hex digits) or
+    short fingerprint (12, in checkpoints made before the full sha256 was recorded). A checkpoint that records no
+    sha256 (the shipped MiniLM heads, trained before it was recorded) names its encoder by name only: the encoder
+    must then be the one that name resolves to. Raises :class:`EncoderMismatchError` naming both encoders."""
+    if recorded_sha256:
+        ours = encoder.sha256 if len(recorded_sha256) == 64 else encoder.fingerprint
+        same = ours == recorded_sha256
+    else:
+        same = Path(resolve_encoder_path(recorded)[0]).resolve() == Path(encoder.name_or_path).resolve()
+    if not same:
+        raise EncoderMismatchError(
+            f"checkpoint {checkpoint} was trained on encoder {recorded} (weights sha256 "
+            f"{recorded_sha256 or 'not recorded: the encoder that name resolves to'}), not on encoder {encoder.name} "
+            f"(weights sha256 {encoder.sha256}): its scores would be meaningless; load the checkpoint without "
+            "naming an encoder, or train one on this encoder (dialeval train ... --encoder)")
 
 
 class Encoder:
@@ -145,6 +213,20 @@ class Encoder:
     @property
     def fingerprint(self) -> str:
         return weights_fingerprint(self.name_or_path)
+
+    @property
+    def sha256(self) -> str:
+        """The full sha256 of the weights file (what a checkpoint records of its encoder)."""
+        return weights_sha256(self.name_or_path)
+
+    @property
+    def name(self) -> str:
+        """How a checkpoint records this encoder (:func:`encoder_name`)."""
+        return encoder_name(self.name_or_path)
+
+    def record(self) -> dict[str, str]:
+        """What a run's summary and ``training.json`` say of the encoder: its name and weights sha256."""
+        return {"name": self.name, "sha256": self.sha256}
 
     @property
     def display_name(self) -> str:

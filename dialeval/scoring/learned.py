@@ -28,7 +28,7 @@ import torch
 
 from ..backbone.batching import fixed_row_chunks, progress
 from ..backbone.device import resolve_device
-from ..backbone.encoder import Encoder
+from ..backbone.encoder import Encoder, check_encoder
 from .base import Scorer
 from .checkpoints import checkpoint_fingerprint, resolve_checkpoint
 
@@ -73,6 +73,16 @@ class LearnedScorer(Scorer):
         return {}
 
     # -- shared behaviour -------------------------------------------------------------------------------------
+    def checkpoint_encoder(self, recorded: str, recorded_sha256: str, requested: str | os.PathLike | None = None,
+                           **kwargs) -> Encoder:
+        """The text encoder the checkpoint was trained on, on the scorer's device: ``recorded`` (its name as the
+        config records it), or ``requested`` (a name or folder the user gave), which must be that encoder: one whose
+        weights differ from ``recorded_sha256`` is refused with an error naming both
+        (:func:`~dialeval.backbone.encoder.check_encoder`). ``kwargs`` go to :class:`Encoder`."""
+        encoder = Encoder(recorded if requested is None else requested, device=self.device, **kwargs)
+        check_encoder(self.checkpoint, recorded, recorded_sha256, encoder)
+        return encoder
+
     @property
     def encoders(self) -> list[Encoder]:
         """The encoders this scorer owns (moved with :meth:`to`)."""

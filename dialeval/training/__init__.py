@@ -20,9 +20,9 @@ from .loop import (
     stopped_summary,
     train,
 )
-from .options import TrainingOptions, TrainingOptionsError, option, typer_command
+from .options import EncoderOptions, TrainingOptions, TrainingOptionsError, option, typer_command
 
-__all__ = ["DeviceUnavailable", "TrainingArguments", "TrainingOptions", "TrainingOptionsError", "TrainingResult",
+__all__ = ["DeviceUnavailable", "EncoderOptions", "TrainingArguments", "TrainingOptions", "TrainingOptionsError", "TrainingResult",
            "device_description", "half_state_dict", "on_model_device", "option", "recipe_batches",
            "replace_checkpoint", "save_half_checkpoint", "shared_loop_arguments", "shuffled_batches",
            "stopped_summary", "train", "training_device", "typer_command", "with_torch_threads"]

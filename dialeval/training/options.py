@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar, Union
 
+from ..backbone.encoder import DEFAULT_ENCODER
 from ..errors import DialevalError
 from .device import DEVICE_FORMS, check_device_spec
 
@@ -195,6 +196,18 @@ class TrainingOptions:
     def preparation_options(self) -> dict[str, Any]:
         """The values of :attr:`PREPARATION_FIELDS` (what a prepared folder's manifest records)."""
         return {name: getattr(self, name) for name in self.PREPARATION_FIELDS}
+
+
+@dataclass(kw_only=True)
+class EncoderOptions:
+    """The option of every recipe that builds a text encoder (a recipe's options inherit it beside
+    :class:`TrainingOptions`): which encoder, passed to wherever the recipe builds it; its checkpoint's
+    ``config.json`` and ``training.json`` record the encoder's name and weights sha256, and a scorer of that
+    checkpoint refuses another encoder."""
+
+    encoder: str = option(DEFAULT_ENCODER, help="Text encoder the model is built on: minilm (the bundled "
+                                                "all-MiniLM-L6-v2), an installed encoder package's name, a local "
+                                                "model folder or a Hub id (resolve_encoder_path).")
 
 
 O = TypeVar("O", bound=TrainingOptions)

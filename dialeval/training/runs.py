@@ -435,7 +435,9 @@ def training_record(run_folder: str | Path, *, command: str, commit: str, beside
                     hours: float | None = None, init_run: str | Path | None = None) -> dict[str, Any]:
     """What a shipped checkpoint's ``training.json`` holds, read from finished run ``run_folder``: the command and
     the commit that trained it, what ran beside it, the examples seen against the paper's budget (in the same
-    unit), optimizer steps, hours, device, precision, threads and the validation figure that chose it.
+    unit), optimizer steps, hours, device, precision, threads, the text encoder (name and weights sha256, as the run's
+    summary records it; None for a run made before it was recorded, or without one) and the validation figure that
+    chose it.
 
     ``hours`` is for a run whose summary cannot say them: one resumed from a state saved before the loop recorded
     its time (its summary's ``seconds_cover`` is ``this_call``); the record then says the hours were given.
@@ -472,7 +474,8 @@ def training_record(run_folder: str | Path, *, command: str, commit: str, beside
         **_budget_fields(status, options), "optimizer_steps": status.steps, "hours": _hours(seconds),
         "hours_source": hours_source,
         "device": status.device or options.get("device"), "precision": options.get("precision", "fp32"),
-        "threads": options.get("threads"), "validation": _validation_field(status), "options": options,
+        "threads": options.get("threads"), "encoder": summary.get("encoder"),
+        "validation": _validation_field(status), "options": options,
     }
     if init_run is not None:
         record["initialised_from"] = _initial_run_record(Path(init_run), init_from)

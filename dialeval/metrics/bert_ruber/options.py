@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from ...training.options import TrainingOptions, option
+from ...training.options import EncoderOptions, TrainingOptions, option
 
 SELECTION_KEYS = {"val_accuracy": True, "val_loss": False}  # key -> greater is better
 
 
 @dataclass(kw_only=True)
-class HeadTrainingOptions(TrainingOptions):
+class HeadTrainingOptions(EncoderOptions, TrainingOptions):
     """A RUBER head on frozen, cached encoder embeddings of DailyDialog pairs: Adam, constant learning rate, BCE."""
 
     max_positives: int = option(30_000, min=0, help="Training (context, response) pairs from DailyDialog (0: all).")

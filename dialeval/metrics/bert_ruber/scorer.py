@@ -39,7 +39,6 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ...backbone import Encoder
 from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer
 from .data import context_text
@@ -60,7 +59,8 @@ class RuberScorer(LearnedScorer):
     default_mode: ClassVar[str] = "hybrid"
 
     def __init__(self, checkpoint: str | os.PathLike | None = None, *, mode: str | None = None, hybrid: str = "min",
-                 normalization: str = "calibrated", device: str | torch.device | None = None) -> None:
+                 normalization: str = "calibrated", encoder: str | os.PathLike | None = None,
+                 device: str | torch.device | None = None) -> None:
         self.mode = mode or self.default_mode
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
@@ -68,7 +68,8 @@ class RuberScorer(LearnedScorer):
         self.requires_references = self.mode in ("referenced", "hybrid")  # instance value shadows the class default
         super().__init__(checkpoint, device=device)
         cfg = self.model.config
-        self.encoder = Encoder(cfg.encoder, max_length=cfg.encoder_max_length, device=self.device)
+        self.encoder = self.checkpoint_encoder(cfg.encoder, cfg.encoder_sha256, encoder,
+                                               max_length=cfg.encoder_max_length)
         if self.encoder.hidden_size != cfg.embedding_dim:
             raise ValueError(f"encoder {cfg.encoder!r} gives {self.encoder.hidden_size}-d embeddings but the head "
                              f"expects {cfg.embedding_dim}")

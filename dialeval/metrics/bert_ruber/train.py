@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...backbone import Encoder, encoder_name
+from ...backbone import Encoder
 from ...backbone.store import EmbeddingStore
 from ...training import (
     TrainingArguments,
@@ -161,7 +161,7 @@ def open_run(opts: HeadTrainingOptions, *, metric: str, prepare: Callable[[HeadT
     none), the encoder on the training device (None with ``prepare_only``; made first, so that a missing device is
     an error before minutes of preparation) and the seconds preparation took here."""
     opts.check()
-    encoder = None if opts.prepare_only else Encoder(device=training_device(opts.device), cache_size=0)
+    encoder = None if opts.prepare_only else Encoder(opts.encoder, device=training_device(opts.device), cache_size=0)
     began = time.perf_counter()
     manifest = ensure_prepared(opts, metric=metric, prepare=prepare)
     return manifest, encoder, time.perf_counter() - began
@@ -225,7 +225,7 @@ def build_model(config_cls, model_cls, data_dim: int, opts: HeadTrainingOptions,
     if opts.dropout is not None:
         kwargs["dropout"] = opts.dropout
     config = config_cls(embedding_dim=data_dim, context_turns=opts.context_turns,
-                        encoder=encoder_name(encoder.name_or_path),
+                        encoder=encoder.name, encoder_sha256=encoder.sha256,
                         encoder_max_length=encoder.max_length, training_recipe=recipe, **kwargs)
     torch.manual_seed(opts.seed)
     return model_cls(config)
@@ -322,7 +322,8 @@ def run(opts: HeadTrainingOptions) -> dict:
         "prepare_seconds": round(prepare_seconds, 1), "encode_seconds": round(encode_seconds, 1),
         "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,
         "total_seconds": round(time.monotonic() - t0, 1),
-        "embeddings": emb.stats, "torch_threads": torch.get_num_threads(), "history": result.history,
+        "embeddings": emb.stats, "encoder": encoder.record(), "torch_threads": torch.get_num_threads(),
+        "history": result.history,
         "options": asdict(opts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...training.options import TrainingOptions, TrainingOptionsError, option
+from ...training.options import EncoderOptions, TrainingOptions, TrainingOptionsError, option
 
 ALL, NONE = 0, -1  # dialogue limits
 
@@ -16,7 +16,7 @@ def dialogue_limit(value: int) -> int | None:
 
 
 @dataclass(kw_only=True)
-class DynaEvalTrainingOptions(TrainingOptions):
+class DynaEvalTrainingOptions(EncoderOptions, TrainingOptions):
     """DynaEval on DailyDialog: utterance replacement + speaker-level shuffling, margin ranking loss, Adam."""
 
     max_dialogues: int = option(ALL, min=0, help="Training dialogues sampled from DailyDialog train with 4-30 "
@@ -45,9 +45,10 @@ class DynaEvalTrainingOptions(TrainingOptions):
     # 3-6x slower (measured).
     threads: int = 1
 
-    #: What decides the prepared pairs (``pairs_<split>.npz``): a prepared folder is refused by other values.
+    #: What decides the prepared pairs (``pairs_<split>.npz``): a prepared folder is refused by other values (the
+    #: encoder: utterance replacement draws its neighbours by the encoder's cosine).
     PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed", "perturbations", "max_dialogues", "max_val_dialogues",
-                                                     "max_test_dialogues", "strategies", "similar_top_k")
+                                                     "max_test_dialogues", "strategies", "similar_top_k", "encoder")
 
     @property
     def strategy_list(self) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...backbone import Encoder, progress
+from ...backbone import progress
 from ...schema import Dialogue, ScoringItem, Turn
 from ...scoring.learned import LearnedScorer, load_pretrained
 from .inputs import response_turn, speaker_ids
@@ -51,19 +51,14 @@ class DynaEvalScorer(LearnedScorer):
     train_command = "dialeval train dynaeval"
 
     def __init__(self, checkpoint: str | os.PathLike | None = None, *, device: str | torch.device | None = None,
-                 turn_score: str = DEFAULT_TURN_SCORE) -> None:
+                 turn_score: str = DEFAULT_TURN_SCORE, encoder: str | os.PathLike | None = None) -> None:
         if turn_score not in TURN_SCORES:
             raise ValueError(f"turn_score must be one of {TURN_SCORES}, got {turn_score!r}")
         self.turn_score = turn_score
         super().__init__(checkpoint, device=device)
         cfg = self.model.config
-        self.encoder = Encoder(cfg.utterance_encoder, device=self.device, max_length=cfg.max_utterance_tokens)
-        if cfg.utterance_encoder_sha256 and self.encoder.fingerprint != cfg.utterance_encoder_sha256:
-            raise ValueError(
-                f"checkpoint {self.checkpoint} was trained on embeddings of {cfg.utterance_encoder} with weights "
-                f"hash {cfg.utterance_encoder_sha256}, but the installed encoder at {self.encoder.name_or_path} "
-                f"hashes to {self.encoder.fingerprint}: scores would be meaningless"
-            )
+        self.encoder = self.checkpoint_encoder(cfg.utterance_encoder, cfg.utterance_encoder_sha256, encoder,
+                                               max_length=cfg.max_utterance_tokens)
         if self.encoder.hidden_size != cfg.utterance_dim:
             raise ValueError(f"encoder hidden size {self.encoder.hidden_size} != config.utterance_dim "
                              f"{cfg.utterance_dim}")

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...backbone import Encoder, encoder_name
+from ...backbone import Encoder
 from ...backbone.store import EmbeddingStore
 from ...ranking import win_share
 from ...training import (
@@ -100,7 +100,7 @@ def prepare(opts: DynaEvalTrainingOptions) -> dict:
     files, data_files, stats = [CORPUS_STATS_FILE], [], {}
     store = None
     if "hr" in opts.strategy_list:  # the neighbours come from the encoder: its embeddings are cached for training
-        encoder = Encoder(device=training_device(opts.device), max_length=opts.max_utterance_tokens)
+        encoder = Encoder(opts.encoder, device=training_device(opts.device), max_length=opts.max_utterance_tokens)
         store = EmbeddingStore(out / EMBEDDINGS_DIR, encoder, batch_size=opts.encode_batch_size)
     for split, limit in split_limits(opts).items():
         pairs = PairSet([], [])
@@ -205,9 +205,9 @@ def build_model(opts: DynaEvalTrainingOptions, encoder: Encoder):
     from dialeval.modeling.dynaeval import DynaEvalConfig, DynaEvalModel
 
     config = DynaEvalConfig(
-        utterance_dim=encoder.hidden_size, utterance_encoder=encoder_name(encoder.name_or_path),
-        utterance_encoder_sha256=encoder.fingerprint, max_utterance_tokens=encoder.max_length,
-        window_past=opts.window_past, window_future=opts.window_future, dropout=opts.dropout,
+        utterance_dim=encoder.hidden_size, utterance_encoder=encoder.name, utterance_encoder_sha256=encoder.sha256,
+        max_utterance_tokens=encoder.max_length, window_past=opts.window_past, window_future=opts.window_future,
+        dropout=opts.dropout,
     )
     torch.manual_seed(opts.seed)
     return DynaEvalModel(config)
@@ -232,7 +232,7 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
     out = Path(opts.output_dir)
     encoder = None
     if not opts.prepare_only:  # the device first: a missing one is an error before minutes of preparation
-        encoder = Encoder(device=training_device(opts.device), max_length=opts.max_utterance_tokens)
+        encoder = Encoder(opts.encoder, device=training_device(opts.device), max_length=opts.max_utterance_tokens)
         keep_lstm_weights_apart(encoder.device)
     manifest = ensure_prepared(opts, metric=METRIC, prepare=prepare)
     if opts.prepare_only:
@@ -246,6 +246,7 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
     batchers = {split: PairBatcher(sets[split], store, vectors) for split in SPLITS}
     train_pairs, val_pairs = sets["train"].pairs, sets["validation"].pairs
     model = build_model(opts, encoder)
+    encoder_record = encoder.record()
     del encoder
     batches_per_epoch, epoch_batches = recipe_batches(len(train_pairs), opts)
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation  # optimizer steps
@@ -296,7 +297,7 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
         "pairs": {split: len(sets[split].pairs) for split in SPLITS},
         "pairs_by_kind": {split: {k: sum(p.kind == k for p in sets[split].pairs) for k in STRATEGIES}
                           for split in SPLITS},
-        "corpus": corpus_stats, "unique_texts": len(texts), "embeddings": embed_stats,
+        "corpus": corpus_stats, "unique_texts": len(texts), "embeddings": embed_stats, "encoder": encoder_record,
         "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
         "best_val_pair_accuracy": result.best_metric, **test, **seen,
         "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,

@@ -332,7 +332,8 @@ def run(opts: PoneTrainingOptions) -> dict:
         "best_step": result.best_step,
         **seen_fields(opts, model, sum(stage["steps"] for stage in stages.values()), POSITIVES_UNIT),
         "prepare_seconds": round(prepare_seconds, 1), "encode_seconds": round(encode_seconds, 1),
-        "total_seconds": round(time.monotonic() - t0, 1), "embeddings": emb.stats, "options": asdict(opts),
+        "total_seconds": round(time.monotonic() - t0, 1), "embeddings": emb.stats, "encoder": encoder.record(),
+        "options": asdict(opts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
