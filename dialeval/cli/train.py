@@ -83,12 +83,11 @@ _SPEED_PARAMS = {
 
 def _speed_handler(name: str, recipe: RecipeSpec, extra: dict[str, Any]) -> Callable[[TrainingOptions], None]:
     def handle(opts: TrainingOptions) -> None:
-        from ..training.runs import paper_budget
         from ..training.speed import format_table, parse_settings, report_json, run_speed_benchmark
 
         settings = parse_settings(extra["settings"])
         module = importlib.import_module(recipe.module)
-        budget = paper_budget(getattr(module, "METRIC", None), getattr(opts, "stage", None))
+        budget = recipe.paper_budget(getattr(opts, "stage", None))
         report = run_speed_benchmark(module.run, opts, settings, metric=name, steps=extra["steps"],
                                      rounds=extra["rounds"], warmup=extra["warmup"],
                                      examples_unit=budget.unit if budget else "examples",

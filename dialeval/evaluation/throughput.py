@@ -27,6 +27,8 @@ import time
 
 import torch
 
+from ..backbone.device import set_torch_threads
+
 SYSTEMS = [
     ("dailydialog", "transformer_generator"),
     ("dailydialog", "transformer_ranker"),
@@ -127,8 +129,7 @@ def run(n: int = 2000, batch_size: int = 32, device: str | None = None, data_dir
     from ..baselines.bertscore import BertScoreScorer
     from ..baselines.common import encoder_label
 
-    if threads:
-        torch.set_num_threads(threads)
+    set_torch_threads(threads or None)
     contexts, responses, references, source = build_triples(n, data_dir)
     scorer = BertScoreScorer(device=device)
     encoder = scorer.encoder  # load outside the timings

@@ -74,6 +74,11 @@ DEFAULT_ENCODER_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 FILE_MODE = 0o644
 #: The file name of the shared model code, in its source folder and in every custom-code folder that imports it.
 SHARED_MODEL_CODE = "modeling_shared.py"
+#: The file name of the shared encoder configuration (the MiniLM literal and the cleaning of an encoder config),
+#: held the same way.
+SHARED_CONFIGURATION_CODE = "configuration_shared.py"
+#: Every shared file: each has its source in :data:`SHARED_MODEL_CODE_FOLDER` and copies where it is imported.
+SHARED_CODE_FILES = (SHARED_MODEL_CODE, SHARED_CONFIGURATION_CODE)
 #: The folder of the model-code tree (``modeling/``) that holds the source of the shared model code.
 SHARED_MODEL_CODE_FOLDER = "shared"
 
@@ -84,42 +89,47 @@ def model_code_root() -> Path:
     return Path(import_module("dialeval.modeling").__file__).parent
 
 
-def shared_model_code_source(root: str | os.PathLike | None = None) -> Path:
-    """``<root>/shared/modeling_shared.py``, the one file to edit (``root``: :func:`model_code_root`). A wheel
-    installs the copies only, not this source."""
-    return Path(model_code_root() if root is None else root) / SHARED_MODEL_CODE_FOLDER / SHARED_MODEL_CODE
+def shared_model_code_source(root: str | os.PathLike | None = None, name: str = SHARED_MODEL_CODE) -> Path:
+    """``<root>/shared/<name>``, the one file to edit (``root``: :func:`model_code_root`; ``name``: one of
+    :data:`SHARED_CODE_FILES`). A wheel installs the copies only, not this source."""
+    return Path(model_code_root() if root is None else root) / SHARED_MODEL_CODE_FOLDER / name
 
 
-def _imports_shared_code(path: Path) -> bool:
-    """Whether the Python file ``path`` imports its folder's ``modeling_shared`` (``from .modeling_shared import``)."""
-    stem = SHARED_MODEL_CODE.removesuffix(".py")
+def _imports_shared_code(path: Path, name: str) -> bool:
+    """Whether the Python file ``path`` imports its folder's copy of shared file ``name`` (``from .modeling_shared
+    import``)."""
+    stem = name.removesuffix(".py")
     return any(isinstance(node, ast.ImportFrom) and node.level == 1 and node.module == stem
                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
 
 
-def shared_model_code_copies(root: str | os.PathLike | None = None) -> list[Path]:
-    """Where copies of the shared model code must stand: ``<folder>/modeling_shared.py`` for every custom-code
-    folder of ``root`` (default :func:`model_code_root`) one of whose files imports it, sorted."""
+def shared_model_code_copies(root: str | os.PathLike | None = None, name: str = SHARED_MODEL_CODE) -> list[Path]:
+    """Where copies of shared file ``name`` must stand: ``<folder>/<name>`` for every custom-code folder of ``root``
+    (default :func:`model_code_root`) one of whose files imports it, sorted."""
     root = Path(model_code_root() if root is None else root)
     folders = {path.parent for path in root.glob("*/*.py")
-               if path.parent.name != SHARED_MODEL_CODE_FOLDER and _imports_shared_code(path)}
-    return sorted(folder / SHARED_MODEL_CODE for folder in folders)
+               if path.parent.name != SHARED_MODEL_CODE_FOLDER and _imports_shared_code(path, name)}
+    return sorted(folder / name for folder in folders)
 
 
 def stale_shared_model_code(root: str | os.PathLike | None = None) -> list[Path]:
-    """The copies of :func:`shared_model_code_copies` that are missing or differ from the source, byte for byte."""
-    source = shared_model_code_source(root).read_bytes()
-    return [copy for copy in shared_model_code_copies(root) if not copy.is_file() or copy.read_bytes() != source]
+    """The copies of every shared file (:func:`shared_model_code_copies`) that are missing or differ from its source,
+    byte for byte, sorted."""
+    stale = []
+    for name in SHARED_CODE_FILES:
+        source = shared_model_code_source(root, name).read_bytes()
+        stale += [copy for copy in shared_model_code_copies(root, name)
+                  if not copy.is_file() or copy.read_bytes() != source]
+    return sorted(stale)
 
 
 def refresh_shared_model_code(root: str | os.PathLike | None = None) -> list[Path]:
-    """Write the source of the shared model code over every stale copy (:func:`stale_shared_model_code`) of the
+    """Write the source of each shared file over every stale copy (:func:`stale_shared_model_code`) of the
     model-code tree ``root`` (default :func:`model_code_root`, a checkout's ``modeling/``); returns the files
-    written. Run it after editing ``modeling/shared/modeling_shared.py`` or adding a folder that imports it."""
-    source = shared_model_code_source(root).read_bytes()
+    written. Run it after editing a file of ``modeling/shared/`` or adding a folder that imports one."""
     stale = stale_shared_model_code(root)
     for copy in stale:
-        copy.write_bytes(source)
+        copy.write_bytes(shared_model_code_source(root, copy.name).read_bytes())
     return stale
 
 
@@ -265,13 +275,14 @@ def _check_all_weights_saved(model: torch.nn.Module, target: Path) -> None:
 
 
 def _check_shared_model_code(target: Path) -> None:
-    """Refuse an export whose ``modeling_shared.py`` differs from the source of the shared model code (a copy edited
-    by hand, or not refreshed after the source changed). Without the source (a wheel install) there is nothing to
-    compare with."""
-    written, source = target / SHARED_MODEL_CODE, shared_model_code_source()
-    if written.is_file() and source.is_file() and written.read_bytes() != source.read_bytes():
-        raise RuntimeError(f"the export's {SHARED_MODEL_CODE} differs from its source {source}: run "
-                           "dialeval.scoring.export.refresh_shared_model_code() and export again")
+    """Refuse an export whose copy of a shared file (``modeling_shared.py``, ``configuration_shared.py``) differs
+    from its source (a copy edited by hand, or not refreshed after the source changed). Without the source (a wheel
+    install) there is nothing to compare with."""
+    for name in SHARED_CODE_FILES:
+        written, source = target / name, shared_model_code_source(name=name)
+        if written.is_file() and source.is_file() and written.read_bytes() != source.read_bytes():
+            raise RuntimeError(f"the export's {name} differs from its source {source}: run "
+                               "dialeval.scoring.export.refresh_shared_model_code() and export again")
 
 
 def _write_extra_files(files: Mapping[str, str], target: Path) -> None:

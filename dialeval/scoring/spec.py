@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Literal
 
-__all__ = ["CombinationExportSpec", "CombinationMember", "ExportSpec", "MetricSpec", "RecipeSpec", "SpaceSpec",
-           "best_checkpoint", "import_object"]
+__all__ = ["CombinationExportSpec", "CombinationMember", "ExportSpec", "MetricSpec", "PaperBudget", "RecipeSpec",
+           "SpaceSpec", "best_checkpoint", "import_object"]
 
 KINDS = ("baseline", "learned", "combination")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -42,6 +42,32 @@ def best_checkpoint(opts: Any) -> str:
 
 
 @dataclass(frozen=True)
+class PaperBudget:
+    """A paper's training budget in the unit a run counts (``pairs_seen`` / ``examples_seen`` of its summary: optimizer
+    steps x batch size x gradient accumulation), declared by the recipe's spec (:attr:`RecipeSpec.budgets`).
+    ``stage``: the recipe's ``--stage`` it is the budget of (None: every run of the recipe).
+    ``examples_per_epoch`` None: the run's own epoch (the paper's data are not here, the run's stand in); ``epochs``
+    None: the run's own epochs (the paper fixes none). ``all_data_option``: an option that must be 0 (every example)
+    for the run's own epoch to be the paper's."""
+
+    stage: int | None
+    examples_per_epoch: int | None
+    epochs: int | None
+    unit: str
+    paper: str
+    all_data_option: str | None = None
+
+    def examples(self, run_examples_per_epoch: int | None, run_epochs: int | None,
+                 options: Mapping[str, Any]) -> int | None:
+        """The budget in examples for a run with this epoch and epoch count (None where it cannot be said)."""
+        if self.examples_per_epoch is None and self.all_data_option and options.get(self.all_data_option, 0) != 0:
+            return None  # the run subsamples: its epoch is not the paper's
+        per_epoch = self.examples_per_epoch if self.examples_per_epoch is not None else run_examples_per_epoch
+        epochs = self.epochs if self.epochs is not None else run_epochs
+        return None if per_epoch is None or epochs is None else per_epoch * epochs
+
+
+@dataclass(frozen=True)
 class RecipeSpec:
     """One training command, ``dialeval train <command>``."""
 
@@ -56,10 +82,22 @@ class RecipeSpec:
     #: whether it trains through the shared loop (:mod:`dialeval.training.loop`); only such a recipe has
     #: ``dialeval train-speed <command>`` (the ensemble's is fitted in closed form)
     uses_training_loop: bool = True
+    #: the paper's training budget (one per ``--stage`` where stages differ; none where the paper gives none):
+    #: ``dialeval runs`` and ``training.json`` count a run's examples against it
+    budgets: tuple[PaperBudget, ...] = ()
 
     def __post_init__(self) -> None:
         if not _COMMAND.fullmatch(self.command):
             raise ValueError(f"recipe command {self.command!r}: lower-case words joined by '-'")
+
+    @property
+    def run_metric(self) -> str:
+        """The name a run folder of this recipe records as its metric (``prepared.json``): the command with '_'."""
+        return self.command.replace("-", "_")
+
+    def paper_budget(self, stage: int | None = None) -> PaperBudget | None:
+        """The paper's budget of a run of this recipe (of ``--stage`` ``stage``), or None where it has none."""
+        return next((b for b in self.budgets if b.stage is None or b.stage == stage), None)
 
     def options_class(self) -> type:
         return import_object(self.options)

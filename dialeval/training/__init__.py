@@ -5,7 +5,6 @@ from .device import (
     DeviceUnavailable,
     device_description,
     training_device,
-    with_torch_threads,
 )
 from .loop import (
     TrainingArguments,
@@ -22,7 +21,7 @@ from .loop import (
 )
 from .options import EncoderOptions, TrainingOptions, TrainingOptionsError, option, typer_command
 
-__all__ = ["DeviceUnavailable", "EncoderOptions", "TrainingArguments", "TrainingOptions", "TrainingOptionsError", "TrainingResult",
-           "device_description", "half_state_dict", "on_model_device", "option", "recipe_batches",
+__all__ = ["DeviceUnavailable", "EncoderOptions", "TrainingArguments", "TrainingOptions", "TrainingOptionsError",
+           "TrainingResult", "device_description", "half_state_dict", "on_model_device", "option", "recipe_batches",
            "replace_checkpoint", "save_half_checkpoint", "shared_loop_arguments", "shuffled_batches",
-           "stopped_summary", "train", "training_device", "typer_command", "with_torch_threads"]
+           "stopped_summary", "train", "training_device", "typer_command"]

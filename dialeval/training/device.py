@@ -1,22 +1,20 @@
-"""Where a training run computes: the device (one helper for the loop and the recipes' encoders) and torch's CPU
-threads.
+"""Where a training run computes: the device (one helper for the loop and the recipes' encoders). Torch's CPU
+threads are set the backbone's one way (:func:`dialeval.backbone.device.torch_threads`, by
+:func:`dialeval.training.recipe.run_recipe` for a run).
 
 The availability check is the backbone's (:func:`dialeval.backbone.device.resolve_device`), shared with scoring;
 this module adds the check of the option's spelling and re-exports :class:`DeviceUnavailable`."""
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 import torch
 
 from ..backbone.device import DeviceUnavailable, resolve_device
 
 __all__ = ["DEVICE_FORMS", "DeviceUnavailable", "check_device_spec", "cpu_bf16_instructions", "device_description",
-           "training_device", "with_torch_threads"]
+           "training_device"]
 
 DEVICE_FORMS = "cpu, cuda, cuda:N or mps"
 _DEVICE_PATTERN = re.compile(r"cpu|cuda(:\d+)?|mps")
@@ -51,22 +49,3 @@ def cpu_bf16_instructions() -> tuple[str, ...]:
         found.append("avx512_bf16")
     return tuple(found)
 
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def with_torch_threads(run: F) -> F:
-    """Decorate a recipe's ``run(opts)``: torch uses ``opts.threads`` CPU threads while it runs (0: torch's
-    default), and the previous count afterwards."""
-
-    @functools.wraps(run)
-    def wrapper(opts, *args, **kwargs):
-        before = torch.get_num_threads()
-        if opts.threads:
-            torch.set_num_threads(opts.threads)
-        try:
-            return run(opts, *args, **kwargs)
-        finally:
-            torch.set_num_threads(before)
-
-    return wrapper  # type: ignore[return-value]

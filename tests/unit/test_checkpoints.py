@@ -31,7 +31,7 @@ SHARED_CODE_MODELS = ("grade", "rade", "amr_eval")
 def model_code_files(module):
     """The Python files that save_pretrained writes beside a checkpoint of modeling folder ``module``, sorted."""
     files = [f"configuration_{module}.py", f"modeling_{module}.py"]
-    return sorted(files + ["modeling_shared.py"] if module in SHARED_CODE_MODELS else files)
+    return sorted(files + ["configuration_shared.py", "modeling_shared.py"] if module in SHARED_CODE_MODELS else files)
 
 
 def fixed_inputs(metric, config, tokenizer=None):

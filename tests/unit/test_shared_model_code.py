@@ -82,6 +82,45 @@ def test_refresh_writes_the_copies_that_differ_or_are_missing(tmp_path):
     assert not (tree / "dynaeval" / "modeling_shared.py").exists()  # a folder that does not import it gets none
 
 
+def test_the_encoder_configuration_is_one_source_held_equal_in_every_folder_that_uses_it(tmp_path):
+    """``configuration_shared.py`` (the MiniLM literal and the cleaning of an encoder config) is held like
+    ``modeling_shared.py``: a byte-identical copy in each folder whose configuration imports it, refreshed together."""
+    from transformers import BertConfig
+
+    from dialeval.modeling.grade import configuration_shared
+    from dialeval.scoring.export import SHARED_CONFIGURATION_CODE
+
+    source = shared_model_code_source(MODEL_CODE, SHARED_CONFIGURATION_CODE)
+    copies = shared_model_code_copies(MODEL_CODE, SHARED_CONFIGURATION_CODE)
+    assert {copy.parent.name for copy in copies} == EXPECTED_FOLDERS
+    for copy in copies:
+        assert copy.read_bytes() == source.read_bytes(), copy
+    carried = {p for p in MODEL_CODE.glob("*/configuration_shared.py") if p.parent.name != "shared"}
+    assert carried == set(copies)
+    # one literal, one cleaning: every configuration reads the same
+    from dialeval.modeling.amr_eval import AmrEvalConfig, AmrParserConfig
+    from dialeval.modeling.grade import GradeConfig
+    from dialeval.modeling.rade import RadeConfig
+
+    cleaned = configuration_shared.clean_encoder_config(BertConfig(**TINY_ENCODER))
+    assert not set(cleaned) & set(configuration_shared.ENCODER_META_KEYS) and cleaned["hidden_size"] == 8
+    for config_class in (GradeConfig, RadeConfig, AmrEvalConfig, AmrParserConfig):
+        assert config_class().encoder_config == configuration_shared.MINILM_L6_ENCODER_CONFIG, config_class
+        assert config_class(encoder_config=BertConfig(**TINY_ENCODER)).encoder_config == cleaned, config_class
+
+    tree = tmp_path / "modeling"
+    shutil.copytree(MODEL_CODE, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    (tree / "rade" / "configuration_shared.py").write_text("# edited by hand\n")
+    assert stale_shared_model_code(tree) == [tree / "rade" / "configuration_shared.py"]
+    assert refresh_shared_model_code(tree) == [tree / "rade" / "configuration_shared.py"]
+    assert (tree / "rade" / "configuration_shared.py").read_bytes() == source.read_bytes()
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "configuration_shared.py").write_text("# drifted\n")
+    with pytest.raises(RuntimeError, match="configuration_shared.py differs from its source"):
+        _check_shared_model_code(folder)
+
+
 def test_export_refuses_a_copy_that_differs_from_the_source(tmp_path):
     folder = tmp_path / "export"
     folder.mkdir()

@@ -237,13 +237,13 @@ def test_training_device():
         training_device("cuda1")
 
 
-def test_start_run_looks_up_the_device_before_preparing(tmp_path):
-    from dialeval.training.prepared import start_run
+def test_a_run_looks_up_the_device_and_sets_up_before_preparing_and_sets_its_threads(tmp_path):
+    from dialeval.training.recipe import run_recipe
 
     calls = []
 
-    class Options:  # the fields start_run reads
-        output_dir, device, prepare_only = str(tmp_path), "cuda:1", False
+    class Options:  # the fields run_recipe reads
+        output_dir, device, prepare_only, threads = str(tmp_path), "cuda:1", False, 1
 
         def check(self):
             calls.append("checked")
@@ -252,13 +252,28 @@ def test_start_run_looks_up_the_device_before_preparing(tmp_path):
         calls.append("prepared")
         return {"metric": "x"}
 
+    def setup(opts):  # as a recipe's: the encoder on the training device
+        training_device(opts.device)
+        calls.append("set up")
+        return "encoder"
+
+    def train(run):
+        calls.append(f"trained with {run.setup} on {torch.get_num_threads()} thread(s)")
+        return {"finished": True}
+
     if torch.cuda.device_count() < 2:
         with pytest.raises(DeviceUnavailable, match="'cuda:1'"):
-            start_run(Options(), metric="x", prepare=prepare)
-        assert calls == ["checked"]  # nothing prepared
+            run_recipe(Options(), metric="x", prepare=prepare, setup=setup, train=train)
+        assert calls == ["checked"]  # nothing set up or prepared
     only = Options()
     only.prepare_only = True  # no device needed to prepare
-    assert start_run(only, metric="x", prepare=prepare) == {"metric": "x"} and calls[-2:] == ["checked", "prepared"]
+    assert run_recipe(only, metric="x", prepare=prepare, setup=setup, train=train) == {"prepared": True, "metric": "x"}
+    assert calls[-2:] == ["checked", "prepared"]
+    on_cpu, before = Options(), torch.get_num_threads()
+    on_cpu.device = "cpu"
+    assert run_recipe(on_cpu, metric="x", prepare=prepare, setup=setup, train=train) == {"finished": True}
+    assert calls[-4:] == ["checked", "set up", "prepared", "trained with encoder on 1 thread(s)"]
+    assert torch.get_num_threads() == before
 
 
 def _write_dailydialog(root: Path) -> Path:

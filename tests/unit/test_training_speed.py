@@ -88,7 +88,7 @@ def test_capture_hands_over_the_loop_inputs_and_only_inside_the_block(tmp_path):
                      epoch_batches=lambda epoch: iter([torch.ones(1, 2)] * 4), steps_per_epoch=4,
                      loss_fn=lambda m, b: m(b).sum(), evaluate_fn=lambda m: {"v": 0.0},
                      save_best=lambda m, p: None, selection_key="v", greater_is_better=True,
-                     is_head=lambda name: name == "bias")
+                     learning_rate_of=lambda name: 1e-3 if name == "bias" else 2e-5)
 
     inputs = capture_loop_inputs(recipe, None)
     assert inputs.model is model and inputs.batches_per_epoch == 4 and inputs.collate is None

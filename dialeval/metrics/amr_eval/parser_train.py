@@ -29,18 +29,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...training import (
-    TrainingArguments,
-    device_description,
-    on_model_device,
-    recipe_batches,
-    replace_checkpoint,
-    shared_loop_arguments,
-    stopped_summary,
-    train,
-    with_torch_threads,
-)
-from ...training.prepared import load_records, save_records, start_run, write_manifest
+from ...backbone.encoder import base_tokenizer
+from ...training import on_model_device, recipe_batches, replace_checkpoint, train
+from ...training.prepared import load_records, save_records, write_manifest
+from ...training.recipe import RecipeRun, device_first, learning_rate_groups, run_recipe
 from .graphs import SimpleGraph
 from .options import AmrParserTrainingOptions
 from .parser import ParserVocabulary, graph_smatch, lowercased, parse_sentences, smatch_by_corpus
@@ -71,7 +63,6 @@ def examples_file(split: str) -> str:
 
 def prepare(opts: AmrParserTrainingOptions) -> dict:
     """Examples and vocabulary into the run folder, then (last) the manifest; returns it."""
-    from ...backbone.encoder import base_tokenizer
     from ...paths import resolve_data_dir
     from .amr_corpora import corpus_files, read_amr_corpus
     from .graphs import simplify
@@ -161,18 +152,17 @@ def token_loss(model, batcher: ParserBatcher, examples: list[ParserExample]) -> 
     return total / max(1, tokens)
 
 
-@with_torch_threads
 def run(opts: AmrParserTrainingOptions) -> dict:
     """Prepare (unless ``output_dir`` holds a prepared run) and train; returns a summary (also written to
     ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
-    t0 = time.monotonic()
-    out = Path(opts.output_dir)
-    manifest = start_run(opts, metric=METRIC, prepare=prepare)
-    if opts.prepare_only:
-        return {"prepared": True, **manifest}
+    return run_recipe(opts, metric=METRIC, prepare=prepare, setup=device_first, train=train_prepared)
+
+
+def train_prepared(run: RecipeRun[AmrParserTrainingOptions]) -> dict:
+    """Train on the prepared graphs and report the best parser's Smatch and speed."""
+    opts, out = run.opts, run.out
     sets = {split: load_records(out / examples_file(split), lambda row: ParserExample(**row)) for split in SPLITS}
     prepared = json.loads((out / VOCABULARY_FILE).read_text())
-    from ...backbone.encoder import base_tokenizer
 
     tokenizer = base_tokenizer(_base_encoder())
     model = build_model(opts, prepared["special_tokens"], prepared["piece_ids"], tokenizer)
@@ -194,28 +184,19 @@ def run(opts: AmrParserTrainingOptions) -> dict:
 
     from ...modeling.amr_eval import is_adapter_weight
 
-    def learning_rate_of(name: str) -> float:
-        if is_adapter_weight(name):
-            return opts.adapter_learning_rate
-        return opts.learning_rate if name.startswith("encoder.") else opts.head_learning_rate
-
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation
-    args = TrainingArguments(
-        output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
-        weight_decay=0.01, warmup_ratio=0.1, max_grad_norm=1.0, optimizer="adamw",
-        eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
-        max_steps=opts.max_steps, device=opts.device, **shared_loop_arguments(opts, started=t0),
-    )
+    args = run.arguments(steps_per_epoch=steps_per_epoch, weight_decay=0.01, warmup_ratio=0.1, max_grad_norm=1.0,
+                         optimizer="adamw")
     result = train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
                    loss_fn=loss_fn, evaluate_fn=evaluate_fn,
                    save_best=functools.partial(replace_checkpoint, trainable_only=True, half=True),
                    selection_key="val_smatch", greater_is_better=True, resume=opts.resume, collate=collate,
-                   learning_rate_of=learning_rate_of)
+                   learning_rate_of=learning_rate_groups(opts, is_head=lambda name: not name.startswith("encoder."),
+                                                         is_adapter=is_adapter_weight))
     device = next(model.parameters()).device
-    seen = {"device": device_description(device), "examples_seen": result.steps * opts.batch_size *
-            opts.gradient_accumulation}
+    run.examples_seen(result, model)
     if not result.finished:
-        return stopped_summary(out, result, **seen)
+        return run.stopped(result)
 
     from ...modeling.amr_eval import AmrParserModel
 
@@ -228,14 +209,8 @@ def run(opts: AmrParserTrainingOptions) -> dict:
         reports[f"{split}_smatch"] = smatch_by_corpus([e.corpus for e in sets[split]], graphs,
                                                        [SimpleGraph.from_json(e.graph) for e in sets[split]])
         reports[f"{split}_sentences_per_second"] = round(len(graphs) / seconds, 1)
-    summary = {
-        "finished": True, "examples": {split: len(v) for split, v in sets.items()},
-        "corpora": list(opts.corpus_names), "output_tokens": model.config.output_size,
-        "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
-        "best_val_smatch": result.best_metric, **reports, **seen, "train_seconds": result.seconds,
-        "seconds_cover": result.seconds_cover,
-        "cut_training_targets": batcher.cut(train_examples), "torch_threads": torch.get_num_threads(),
-        "history": result.history, "options": {k: v for k, v in vars(opts).items()},
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    return summary
+    return run.finish(result, "val_smatch", {
+        "examples": {split: len(v) for split, v in sets.items()}, "corpora": list(opts.corpus_names),
+        "output_tokens": model.config.output_size, "steps_per_epoch": steps_per_epoch, **reports,
+        "cut_training_targets": batcher.cut(train_examples),
+    })

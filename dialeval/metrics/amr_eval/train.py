@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -34,18 +33,10 @@ import numpy as np
 import torch
 
 from ...ranking import auc
-from ...training import (
-    TrainingArguments,
-    device_description,
-    on_model_device,
-    recipe_batches,
-    replace_checkpoint,
-    shared_loop_arguments,
-    stopped_summary,
-    train,
-    with_torch_threads,
-)
-from ...training.prepared import start_run, write_manifest
+from ...backbone.encoder import base_tokenizer
+from ...training import on_model_device, recipe_batches, replace_checkpoint, train
+from ...training.prepared import write_manifest
+from ...training.recipe import RecipeRun, device_first, learning_rate_groups, run_recipe
 from .data import (
     Example,
     dailydialog_pp_examples,
@@ -221,21 +212,19 @@ def discrimination(examples: list[Example], probability: np.ndarray) -> dict[str
     return out
 
 
-@with_torch_threads
 def run(opts: AmrEvalTrainingOptions) -> dict:
     """Prepare (unless ``output_dir`` holds a prepared run) and train; returns a summary (also written to
     ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
-    t0 = time.monotonic()
-    out = Path(opts.output_dir)
-    manifest = start_run(opts, metric=METRIC, prepare=prepare)
-    if opts.prepare_only:
-        return {"prepared": True, **manifest}
+    return run_recipe(opts, metric=METRIC, prepare=prepare, setup=device_first, train=train_prepared)
+
+
+def train_prepared(run: RecipeRun[AmrEvalTrainingOptions]) -> dict:
+    """Train on the prepared examples and graphs and report the best model's discrimination."""
+    opts, out = run.opts, run.out
     sets = {split: load_examples(out / examples_file(split)) for split in SPLITS}
     graphs = load_graphs(out / GRAPHS_FILE)
     prepared = json.loads((out / RELATIONS_FILE).read_text())
     model = build_model(opts, prepared["relations"], prepared["graph_source"])
-    from ...backbone.encoder import base_tokenizer
-
     builder = AmrEvalInputBuilder(base_tokenizer(model.config.base_encoder), model.config)
     batcher = ExampleBatcher(builder, graphs, use_graph=opts.use_graph)
     train_examples = sets["train"]
@@ -265,40 +254,26 @@ def run(opts: AmrEvalTrainingOptions) -> dict:
 
     from ...modeling.amr_eval import is_adapter_weight
 
-    def learning_rate_of(name: str) -> float:
-        if not name.startswith("encoder."):
-            return opts.head_learning_rate
-        return opts.adapter_learning_rate if is_adapter_weight(name) else opts.learning_rate
-
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation
-    args = TrainingArguments(
-        output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
-        weight_decay=0.01, warmup_ratio=0.1, max_grad_norm=1.0, optimizer="adamw",
-        eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
-        max_steps=opts.max_steps, device=opts.device, **shared_loop_arguments(opts, started=t0),
-    )
+    args = run.arguments(steps_per_epoch=steps_per_epoch, weight_decay=0.01, warmup_ratio=0.1, max_grad_norm=1.0,
+                         optimizer="adamw")
     result = train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
                    loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_accuracy",
-                   greater_is_better=True, resume=opts.resume, collate=collate, learning_rate_of=learning_rate_of)
+                   greater_is_better=True, resume=opts.resume, collate=collate,
+                   learning_rate_of=learning_rate_groups(opts, is_head=lambda name: not name.startswith("encoder."),
+                                                         is_adapter=is_adapter_weight))
     device = next(model.parameters()).device
-    seen = {"device": device_description(device),
-            "examples_seen": result.steps * opts.batch_size * opts.gradient_accumulation}
+    run.examples_seen(result, model)
     if not result.finished:
-        return stopped_summary(out, result, **seen)
+        return run.stopped(result)
 
     from ...modeling.amr_eval import AmrEvalModel
 
     best = AmrEvalModel.from_pretrained(out / "best", dtype=torch.float32).to(device)
     reports = {f"{split}_discrimination": discrimination(sets[split], predict(best, batcher, sets[split]))
                for split in ("validation", "test")}
-    summary = {
-        "finished": True, "examples": {split: len(v) for split, v in sets.items()},
-        "graph_source": prepared["graph_source"], "relations": len(prepared["relations"]),
-        "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
-        "best_val_accuracy": result.best_metric, **reports, **seen, "train_seconds": result.seconds,
-        "seconds_cover": result.seconds_cover,
-        "truncated_inputs": builder.truncated, "torch_threads": torch.get_num_threads(),
-        "history": result.history, "options": {k: v for k, v in vars(opts).items()},
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    return summary
+    return run.finish(result, "val_accuracy", {
+        "examples": {split: len(v) for split, v in sets.items()}, "graph_source": prepared["graph_source"],
+        "relations": len(prepared["relations"]), "steps_per_epoch": steps_per_epoch, **reports,
+        "truncated_inputs": builder.truncated,
+    })

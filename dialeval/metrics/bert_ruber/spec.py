@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...scoring.spec import ExportSpec, MetricSpec, RecipeSpec, SpaceSpec, best_checkpoint
+from ...scoring.spec import ExportSpec, MetricSpec, PaperBudget, RecipeSpec, SpaceSpec, best_checkpoint
+
+#: DailyDialog's training split: 69,264 distinct (up to two turns, response) pairs (BERT-RUBER's and PONE's,
+#: :func:`dialeval.metrics.bert_ruber.data.dialogue_pairs` at ``context_turns`` 2).
+DAILYDIALOG_TRAIN_PAIRS = 69_264
 
 
 def summary_line(opts: Any, s: dict) -> str:
@@ -19,7 +23,10 @@ SPECS = (
         scorer="dialeval.metrics.bert_ruber.scorer:BertRuberScorer",
         aliases=("bert-ruber",),
         recipes=(RecipeSpec("bert-ruber", "dialeval.metrics.bert_ruber.options:BertRuberTrainingOptions",
-                            "dialeval.metrics.bert_ruber.train", "dialeval.metrics.bert_ruber.spec:summary_line"),),
+                            "dialeval.metrics.bert_ruber.train", "dialeval.metrics.bert_ruber.spec:summary_line",
+                            budgets=(PaperBudget(None, DAILYDIALOG_TRAIN_PAIRS, None, "positives",
+                                                 "every DailyDialog training pair, each epoch (for the run's "
+                                                 "epochs)"),)),),
         export=ExportSpec("dialeval.modeling.bert_ruber:BertRuberModel"),
         space=SpaceSpec(
             title="BERT-RUBER: referenced + unreferenced response score (dialeval)",

@@ -31,10 +31,9 @@ positives and one uniformly sampled negative response per positive; binary cross
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,19 +42,9 @@ import torch
 
 from ...backbone import Encoder
 from ...backbone.store import EmbeddingStore
-from ...training import (
-    TrainingArguments,
-    TrainingResult,
-    device_description,
-    replace_checkpoint,
-    save_half_checkpoint,
-    shared_loop_arguments,
-    stopped_summary,
-    train,
-    training_device,
-    with_torch_threads,
-)
-from ...training.prepared import ensure_prepared, write_manifest
+from ...training import TrainingResult, replace_checkpoint, save_half_checkpoint, train, training_device
+from ...training.prepared import write_manifest
+from ...training.recipe import RecipeRun, run_recipe
 from .data import (
     Pair,
     context_text,
@@ -155,16 +144,10 @@ def prepared_pairs(out: Path) -> tuple[list[Pair], list[Pair]]:
     return splits["train"], splits["validation"]
 
 
-def open_run(opts: HeadTrainingOptions, *, metric: str, prepare: Callable[[HeadTrainingOptions], dict]
-             ) -> tuple[dict, Encoder | None, float]:
-    """The start of a head recipe's ``run``: the folder's manifest (prepared in place by ``prepare`` when it has
-    none), the encoder on the training device (None with ``prepare_only``; made first, so that a missing device is
-    an error before minutes of preparation) and the seconds preparation took here."""
-    opts.check()
-    encoder = None if opts.prepare_only else Encoder(opts.encoder, device=training_device(opts.device), cache_size=0)
-    began = time.perf_counter()
-    manifest = ensure_prepared(opts, metric=metric, prepare=prepare)
-    return manifest, encoder, time.perf_counter() - began
+def head_encoder(opts: HeadTrainingOptions) -> Encoder:
+    """A head recipe's ``setup``: the frozen encoder (``--encoder``) on the training device, made before preparation
+    (:func:`~dialeval.training.recipe.run_recipe`)."""
+    return Encoder(opts.encoder, device=training_device(opts.device), cache_size=0)
 
 
 def run_embeddings(opts: HeadTrainingOptions, out: Path, encoder: Encoder) -> RunEmbeddings:
@@ -172,10 +155,11 @@ def run_embeddings(opts: HeadTrainingOptions, out: Path, encoder: Encoder) -> Ru
     return RunEmbeddings(folder, encoder, batch_size=opts.encode_batch_size)
 
 
-def seen_fields(opts: HeadTrainingOptions, model, steps: int, unit: str = POSITIVES_UNIT) -> dict[str, Any]:
-    """The summary's device and pairs seen (optimizer steps x batch size x gradient accumulation, in ``unit``)."""
-    return {"device": device_description(next(model.parameters()).device),
-            "pairs_seen": steps * opts.batch_size * opts.gradient_accumulation, "pairs_seen_unit": unit}
+def seen_fields(run: RecipeRun, result: TrainingResult, model, *, steps: int | None = None,
+                unit: str = POSITIVES_UNIT) -> dict[str, Any]:
+    """The summary's device and positives seen (optimizer steps, default the result's, x batch size x gradient
+    accumulation, in ``unit``)."""
+    return run.examples_seen(result, model, key="pairs_seen", unit=unit, steps=steps)
 
 
 def pair_texts(pairs: Sequence[Pair], context_turns: int) -> tuple[list[str], list[str]]:
@@ -231,29 +215,23 @@ def build_model(config_cls, model_cls, data_dim: int, opts: HeadTrainingOptions,
     return model_cls(config)
 
 
-def train_head(model, opts: HeadTrainingOptions, *, out: Path, data: HeadData,
-               epoch_batches: Callable[[int], Iterable[dict]], batches_per_epoch: int, epochs: int,
-               learning_rate: float, weight_decay: float, started: float,
+def train_head(model, run: RecipeRun, *, out: Path, data: HeadData, epoch_batches: Callable[[int], Iterable[dict]],
+               batches_per_epoch: int, epochs: int, learning_rate: float, weight_decay: float,
                dataloader_workers: int | None = None, half: bool = True) -> TrainingResult:
-    """The shared loop with the heads' settings: Adam, constant learning rate, BCE, validation per epoch.
-    ``started``: the run's ``time.monotonic()`` at its start (``--max-minutes`` counts from it);
-    ``dataloader_workers`` overrides the option (None: the option's value); ``half``: ``best/`` stores its weights in
-    float16, as a shipped checkpoint does (False for a stage that a later stage starts from)."""
+    """The shared loop with the heads' settings: Adam, constant learning rate, BCE, validation per epoch, into
+    ``out`` (the run folder, or a stage's); ``dataloader_workers`` overrides the option (None: the option's value);
+    ``half``: ``best/`` stores its weights in float16, as a shipped checkpoint does (False for a stage that a later
+    stage starts from)."""
+    opts = run.opts
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation
     if steps_per_epoch < 1:
         raise ValueError(f"fewer training positives than one step of {opts.batch_size} x "
                          f"{opts.gradient_accumulation} batches: lower --batch-size or --gradient-accumulation, or "
                          "raise --max-positives")
-    loop = shared_loop_arguments(opts, started=started)
-    if dataloader_workers is not None:
-        loop["dataloader_workers"] = dataloader_workers
-    args = TrainingArguments(
-        output_dir=str(out), seed=opts.seed, epochs=epochs, learning_rate=learning_rate,
-        weight_decay=weight_decay, max_grad_norm=opts.max_grad_norm, warmup_ratio=0.0,
-        eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
-        max_steps=opts.max_steps, device=opts.device, optimizer="adam", lr_schedule="step",
-        step_decay_gamma=1.0, **loop,
-    )
+    workers = {} if dataloader_workers is None else {"dataloader_workers": dataloader_workers}
+    args = run.arguments(steps_per_epoch=steps_per_epoch, output_dir=str(out), epochs=epochs,
+                         learning_rate=learning_rate, weight_decay=weight_decay, max_grad_norm=opts.max_grad_norm,
+                         warmup_ratio=0.0, optimizer="adam", lr_schedule="step", step_decay_gamma=1.0, **workers)
     return train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
                  loss_fn=bce_loss, evaluate_fn=lambda m: evaluate_head(m, data),
                  save_best=save_half_checkpoint if half else replace_checkpoint,
@@ -282,17 +260,17 @@ def positive_negative_batches(data: HeadData, *, context: np.ndarray, response: 
     return epoch_batches, steps
 
 
-@with_torch_threads
 def run(opts: HeadTrainingOptions) -> dict:
     """Prepare (unless ``output_dir`` holds a prepared run) and train BERT-RUBER's unreferenced head; returns a
     summary (also ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
+    return run_recipe(opts, metric=METRIC, prepare=prepare, setup=head_encoder, train=train_prepared)
+
+
+def train_prepared(run: RecipeRun[HeadTrainingOptions]) -> dict:
+    """Encode the prepared pairs, train the head, calibrate its hybrid ranges and report."""
     from dialeval.modeling.bert_ruber import BertRuberConfig, BertRuberModel
 
-    t0 = time.monotonic()
-    out = Path(opts.output_dir)
-    manifest, encoder, prepare_seconds = open_run(opts, metric=METRIC, prepare=prepare)
-    if opts.prepare_only:
-        return {"prepared": True, **manifest}
+    opts, out, encoder = run.opts, run.out, run.setup
     began = time.perf_counter()
     train_pairs, val_pairs = prepared_pairs(out)
     emb = run_embeddings(opts, out, encoder)
@@ -308,23 +286,13 @@ def run(opts: HeadTrainingOptions) -> dict:
         data, context=data.train_context, response=data.pool[data.train_gold], gold=data.train_gold,
         batch_size=opts.batch_size, seed=opts.seed,
         negatives=lambda gold, rng, epoch: uniform_negatives(gold, pool_size, rng))
-    result = train_head(model, opts, out=out, data=data, epoch_batches=epoch_batches, batches_per_epoch=batches,
-                        epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay,
-                        started=t0)
-    seen = seen_fields(opts, model, result.steps)
+    result = train_head(model, run, out=out, data=data, epoch_batches=epoch_batches, batches_per_epoch=batches,
+                        epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay)
+    seen_fields(run, result, model)
     if not result.finished:
-        return stopped_summary(out, result, **seen)
+        return run.stopped(result)
     calibrate_checkpoint(out / "best", data.val_context, data.val_response, seed=opts.seed)
-    summary = {
-        "finished": True, "metric": METRIC, "train_positives": len(train_pairs),
-        "distinct_train_responses": pool_size, "validation_positives": len(val_pairs), "steps": result.steps,
-        "best_step": result.best_step, f"best_{opts.selection}": result.best_metric, **seen,
-        "prepare_seconds": round(prepare_seconds, 1), "encode_seconds": round(encode_seconds, 1),
-        "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,
-        "total_seconds": round(time.monotonic() - t0, 1),
-        "embeddings": emb.stats, "encoder": encoder.record(), "torch_threads": torch.get_num_threads(),
-        "history": result.history,
-        "options": asdict(opts),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    return summary
+    return run.finish(result, opts.selection, {
+        "train_positives": len(train_pairs), "distinct_train_responses": pool_size,
+        "validation_positives": len(val_pairs), "encode_seconds": round(encode_seconds, 1), "embeddings": emb.stats,
+    }, encoder=encoder.record())

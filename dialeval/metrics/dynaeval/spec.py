@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...scoring.spec import ExportSpec, MetricSpec, RecipeSpec, SpaceSpec, best_checkpoint
+from ...scoring.spec import ExportSpec, MetricSpec, PaperBudget, RecipeSpec, SpaceSpec, best_checkpoint
 
 
 def summary_line(opts: Any, s: dict) -> str:
@@ -44,7 +44,10 @@ SPECS = (
         name="dynaeval",
         scorer="dialeval.metrics.dynaeval.scorer:DynaEvalScorer",
         recipes=(RecipeSpec("dynaeval", "dialeval.metrics.dynaeval.options:DynaEvalTrainingOptions",
-                            "dialeval.metrics.dynaeval.train", "dialeval.metrics.dynaeval.spec:summary_line"),),
+                            "dialeval.metrics.dynaeval.train", "dialeval.metrics.dynaeval.spec:summary_line",
+                            budgets=(PaperBudget(None, None, 20, "(original, perturbed) dialogue pairs",
+                                                 "20 epochs (the paper's corpora are not here: 20 epochs of the "
+                                                 "run's pairs)"),)),),
         export=ExportSpec("dialeval.modeling.dynaeval:DynaEvalModel",
                           transformers_usage="dialeval.metrics.dynaeval.spec:transformers_usage"),
         space=SpaceSpec(

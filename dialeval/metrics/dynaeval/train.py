@@ -37,8 +37,6 @@ Defaults (every train dialogue, 20 perturbations: ~185k training pairs, ~78k uni
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -47,18 +45,9 @@ import torch
 from ...backbone import Encoder
 from ...backbone.store import EmbeddingStore
 from ...ranking import win_share
-from ...training import (
-    TrainingArguments,
-    device_description,
-    recipe_batches,
-    save_half_checkpoint,
-    shared_loop_arguments,
-    stopped_summary,
-    train,
-    training_device,
-    with_torch_threads,
-)
-from ...training.prepared import ensure_prepared, write_manifest
+from ...training import recipe_batches, save_half_checkpoint, train, training_device
+from ...training.prepared import write_manifest
+from ...training.recipe import RecipeRun, run_recipe
 from .data import (
     STRATEGIES,
     DialoguePair,
@@ -223,20 +212,24 @@ def keep_lstm_weights_apart(device: torch.device | str) -> None:
         print("cuDNN is off for DynaEval training on CUDA (its packed LSTM weights cannot be saved as safetensors)")
 
 
-@with_torch_threads
+def utterance_encoder(opts: DynaEvalTrainingOptions) -> Encoder:
+    """The recipe's ``setup``: the frozen utterance encoder (``--encoder``) on the training device, made before
+    preparation (:func:`~dialeval.training.recipe.run_recipe`)."""
+    encoder = Encoder(opts.encoder, device=training_device(opts.device), max_length=opts.max_utterance_tokens)
+    keep_lstm_weights_apart(encoder.device)
+    return encoder
+
+
 def run(opts: DynaEvalTrainingOptions) -> dict:
     """Prepare (unless ``output_dir`` holds a prepared run) and train DynaEval; returns a summary (also written to
     ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
-    t0 = time.monotonic()
-    opts.check()
-    out = Path(opts.output_dir)
-    encoder = None
-    if not opts.prepare_only:  # the device first: a missing one is an error before minutes of preparation
-        encoder = Encoder(opts.encoder, device=training_device(opts.device), max_length=opts.max_utterance_tokens)
-        keep_lstm_weights_apart(encoder.device)
-    manifest = ensure_prepared(opts, metric=METRIC, prepare=prepare)
-    if opts.prepare_only:
-        return {"prepared": True, **manifest}
+    return run_recipe(opts, metric=METRIC, prepare=prepare, setup=utterance_encoder, train=train_prepared)
+
+
+def train_prepared(run: RecipeRun[DynaEvalTrainingOptions]) -> dict:
+    """Encode the prepared dialogues' utterances, train the graph model and report (the test pairs too)."""
+    opts, out, encoder = run.opts, run.out, run.setup
+    run.setup = None  # the model reads stored embeddings: the encoder goes once they are computed
     sets = {split: PairSet.load(out / pairs_file(split)) for split in SPLITS}
     corpus_stats = json.loads((out / CORPUS_STATS_FILE).read_text())
     texts = list(dict.fromkeys(t for s in sets.values() for t in s.texts))
@@ -264,24 +257,18 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
     def evaluate_fn(model) -> dict[str, float]:
         return {f"val_{k}": v for k, v in evaluate_pairs(model, batchers["validation"], val_pairs).items()}
 
-    args = TrainingArguments(
-        output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
-        weight_decay=opts.weight_decay, warmup_ratio=0.0, max_grad_norm=None, optimizer="adam",
-        lr_schedule="step", step_decay_every=opts.decay_every or steps_per_epoch, step_decay_gamma=opts.decay_gamma,
-        eval_every=opts.eval_every or steps_per_epoch, log_every=max(1, min(20, steps_per_epoch)),
-        max_steps=opts.max_steps, device=opts.device, **shared_loop_arguments(opts, started=t0),
-    )
+    args = run.arguments(steps_per_epoch=steps_per_epoch, weight_decay=opts.weight_decay, warmup_ratio=0.0,
+                         max_grad_norm=None, optimizer="adam", lr_schedule="step",
+                         step_decay_every=opts.decay_every or steps_per_epoch, step_decay_gamma=opts.decay_gamma)
     result = train(
         model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
         loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_half_checkpoint, selection_key="val_pair_accuracy",
         greater_is_better=True, resume=opts.resume, collate=collate,
     )
     device = next(model.parameters()).device
-    seen = {"device": device_description(device),
-            "pairs_seen": result.steps * opts.batch_size * opts.gradient_accumulation,
-            "pairs_seen_unit": "(original, perturbed) dialogue pairs"}
+    run.examples_seen(result, model, key="pairs_seen", unit="(original, perturbed) dialogue pairs")
     if not result.finished:
-        return stopped_summary(out, result, **seen)
+        return run.stopped(result)
 
     test = {}
     if sets["test"].pairs:
@@ -292,17 +279,10 @@ def run(opts: DynaEvalTrainingOptions) -> dict:
         test = {f"test_{k}": v for k, v in evaluate_pairs(best, batchers["test"], sets["test"].pairs).items()}
         test.update({f"test_adjacent_cosine_{k}": v
                      for k, v in adjacent_cosine_accuracy(batchers["test"], sets["test"].pairs).items()})
-    summary = {
-        "finished": True,
+    return run.finish(result, "val_pair_accuracy", {
         "pairs": {split: len(sets[split].pairs) for split in SPLITS},
         "pairs_by_kind": {split: {k: sum(p.kind == k for p in sets[split].pairs) for k in STRATEGIES}
                           for split in SPLITS},
-        "corpus": corpus_stats, "unique_texts": len(texts), "embeddings": embed_stats, "encoder": encoder_record,
-        "steps_per_epoch": steps_per_epoch, "steps": result.steps, "best_step": result.best_step,
-        "best_val_pair_accuracy": result.best_metric, **test, **seen,
-        "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,
-        "torch_threads": torch.get_num_threads(),
-        "history": result.history, "options": asdict(opts),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    return summary
+        "corpus": corpus_stats, "unique_texts": len(texts), "embeddings": embed_stats,
+        "steps_per_epoch": steps_per_epoch, **test,
+    }, encoder=encoder_record)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...scoring.spec import ExportSpec, MetricSpec, RecipeSpec, SpaceSpec, best_checkpoint
+from ...scoring.spec import ExportSpec, MetricSpec, PaperBudget, RecipeSpec, SpaceSpec, best_checkpoint
+
+#: DailyDialog's training split: 59,261 distinct (two-turn context, response) windows (GRADE's positives,
+#: :func:`dialeval.metrics.grade.data.context_windows`).
+DAILYDIALOG_TRAIN_WINDOWS = 59_261
 
 
 def summary_line(opts: Any, s: dict) -> str:
@@ -17,7 +21,10 @@ SPECS = (
         name="grade",
         scorer="dialeval.metrics.grade.scorer:GradeScorer",
         recipes=(RecipeSpec("grade", "dialeval.metrics.grade.options:GradeTrainingOptions",
-                            "dialeval.metrics.grade.train", "dialeval.metrics.grade.spec:summary_line"),),
+                            "dialeval.metrics.grade.train", "dialeval.metrics.grade.spec:summary_line",
+                            budgets=(PaperBudget(None, 2 * DAILYDIALOG_TRAIN_WINDOWS, 5, "ranking pairs",
+                                                 "every DailyDialog window with 2 negatives (2 pairs each), 5 "
+                                                 "epochs"),)),),
         export=ExportSpec("dialeval.modeling.grade:GradeModel", tokenizer_config_field="base_encoder"),
         space=SpaceSpec(
             title="GRADE: graph-enhanced coherence metric (dialeval)", score_label="GRADE score",

@@ -45,7 +45,6 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -54,20 +53,11 @@ import torch
 
 from ...backbone import Encoder
 from ...ranking import auc
-from ...training import (
-    TrainingArguments,
-    device_description,
-    half_state_dict,
-    replace_checkpoint,
-    shared_loop_arguments,
-    stopped_summary,
-    train,
-    training_device,
-    with_torch_threads,
-)
+from ...training import half_state_dict, replace_checkpoint, train, training_device
 from ...training.buckets import length_bucketed_batches
 from ...training.frozen_cache import FrozenStateCache
-from ...training.prepared import ensure_prepared, write_manifest
+from ...training.prepared import write_manifest
+from ...training.recipe import RecipeRun, learning_rate_groups, run_recipe
 from .data import PairTable, build_pairs, context_windows, with_extra_negatives
 from .features import GraphFeaturizer
 from .inputs import CONTEXT_TURNS, GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder, base_tokenizer, to_device
@@ -215,9 +205,9 @@ class PairBatches:
         return pos, neg
 
 
-def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, Any]:
-    """Step 4 from the prepared files in ``opts.output_dir``."""
-    out = Path(opts.output_dir)
+def train_prepared(run: RecipeRun[GradeTrainingOptions]) -> dict[str, Any]:
+    """Step 4 from the prepared files in the run folder."""
+    opts, out = run.opts, run.out
     table = PairTable.load(out)
     tables = GraphTables.load(out / GRAPH_DIR)
     featurizer = GraphFeaturizer(tables, KeywordExtractor.load(out / KEYWORDS_FILE),
@@ -282,40 +272,22 @@ def train_prepared(opts: GradeTrainingOptions, *, started: float) -> dict[str, A
         save_small_checkpoint(model, path, out)
         tables.save(path / GRAPH_DIR)
 
-    args = TrainingArguments(
-        output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
-        head_learning_rate=opts.head_learning_rate, eval_every=opts.eval_every or steps_per_epoch,
-        max_steps=opts.max_steps, device=opts.device, **shared_loop_arguments(opts, started=started),
-    )
+    args = run.arguments(steps_per_epoch=steps_per_epoch, head_learning_rate=opts.head_learning_rate)
     result = train(
         model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=steps_per_epoch, loss_fn=loss_fn,
         evaluate_fn=evaluate_fn, save_best=save_best, selection_key=opts.select_by,
-        greater_is_better=opts.select_by != "val_ranking_loss",
-        is_head=learns_at_head_rate, resume=opts.resume, collate=collate,
+        greater_is_better=opts.select_by != "val_ranking_loss", resume=opts.resume, collate=collate,
+        learning_rate_of=learning_rate_groups(opts, is_head=learns_at_head_rate),
     )
-    seen = {"device": device_description(training_device(opts.device)),
-            "pairs_seen": result.steps * opts.batch_size * opts.gradient_accumulation,
-            "pairs_seen_unit": PAIRS_SEEN_UNIT, **({"frozen_cache": cache.report()} if cache is not None else {})}
+    run.examples_seen(result, model, key="pairs_seen", unit=PAIRS_SEEN_UNIT)
+    if cache is not None:
+        run.seen["frozen_cache"] = cache.report()
     if not result.finished:
-        return stopped_summary(out, result, **seen)
-    summary = {
-        "finished": True, "train_pairs": n_train, "validation_pairs": n_val, "steps": result.steps,
-        "total_steps": result.total_steps, "best_step": result.best_step,
-        f"best_{opts.select_by}": result.best_metric, "seconds": result.seconds,
-        "seconds_cover": result.seconds_cover, **seen, "history": result.history,
-        "options": asdict(opts),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    return summary
+        return run.stopped(result)
+    return run.finish(result, opts.select_by, {"train_pairs": n_train, "validation_pairs": n_val})
 
 
-@with_torch_threads
 def run(opts: GradeTrainingOptions) -> dict:
     """Prepare (unless ``opts.output_dir`` is prepared already), then train unless ``opts.prepare_only``; returns
     the summary (also written to ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}``."""
-    started = time.monotonic()
-    opts.check()
-    manifest = ensure_prepared(opts, metric=METRIC, prepare=prepare)
-    if opts.prepare_only:
-        return {"prepared": True, **manifest}
-    return train_prepared(opts, started=started)
+    return run_recipe(opts, metric=METRIC, prepare=prepare, train=train_prepared)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...scoring.spec import ExportSpec, MetricSpec, RecipeSpec, SpaceSpec, best_checkpoint
+from ...scoring.spec import ExportSpec, MetricSpec, PaperBudget, RecipeSpec, SpaceSpec, best_checkpoint
 
 
 def summary_line(opts: Any, s: dict) -> str:
@@ -43,7 +43,10 @@ SPECS = (
         name="pone",
         scorer="dialeval.metrics.pone.scorer:PoneScorer",
         recipes=(RecipeSpec("pone", "dialeval.metrics.pone.options:PoneTrainingOptions",
-                            "dialeval.metrics.pone.train", "dialeval.metrics.pone.spec:summary_line"),),
+                            "dialeval.metrics.pone.train", "dialeval.metrics.pone.spec:summary_line",
+                            budgets=(PaperBudget(None, None, None, "positives (real or augmented)",
+                                                 "every DailyDialog training pair with its augmentations (the run's "
+                                                 "epochs; --max-positives 0)", all_data_option="max_positives"),)),),
         export=ExportSpec("dialeval.modeling.bert_ruber:PoneModel",
                           transformers_usage="dialeval.metrics.pone.spec:transformers_usage"),
         space=SpaceSpec(

@@ -47,13 +47,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
-from ...training import stopped_summary, with_torch_threads
 from ...training.prepared import write_manifest
+from ...training.recipe import RecipeRun, run_recipe
 from ..bert_ruber.data import uniform_negatives
 from ..bert_ruber.calibration import calibrate_checkpoint
 from ..bert_ruber.train import (
@@ -61,8 +60,8 @@ from ..bert_ruber.train import (
     batch_dict,
     build_head_data,
     build_model,
+    head_encoder,
     head_scores,
-    open_run,
     pair_texts,
     positive_negative_batches,
     prepare_pairs,
@@ -194,17 +193,17 @@ def prepare(opts: PoneTrainingOptions) -> dict:
     return write_manifest(out, metric=METRIC, options=opts, files=files, data_dir=data_dir, data_files=data_files)
 
 
-@with_torch_threads
 def run(opts: PoneTrainingOptions) -> dict:
     """Prepare (unless ``output_dir`` holds a prepared run) and train PONE (or one of its ablations); returns a
     summary (also ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
+    return run_recipe(opts, metric=METRIC, prepare=prepare, setup=head_encoder, train=train_prepared)
+
+
+def train_prepared(run: RecipeRun[PoneTrainingOptions]) -> dict:
+    """Encode the prepared pairs and augmentations, train the head in one or two stages, calibrate and report."""
     from dialeval.modeling.bert_ruber import PoneConfig, PoneModel
 
-    t0 = time.monotonic()
-    out = Path(opts.output_dir)
-    manifest, encoder, prepare_seconds = open_run(opts, metric=METRIC, prepare=prepare)
-    if opts.prepare_only:
-        return {"prepared": True, **manifest}
+    opts, out, encoder = run.opts, run.out, run.setup
     began = time.perf_counter()
     train_pairs, val_pairs = prepared_pairs(out)
     owners, aug_texts, aug_stats = np.zeros(0, dtype=np.int64), [], {}
@@ -252,13 +251,14 @@ def run(opts: PoneTrainingOptions) -> dict:
     batches, n_batches = positive_negative_batches(
         data, context=context, response=response, gold=gold, batch_size=opts.batch_size, seed=opts.seed,
         negatives=negatives(opts.weighted_negatives and not opts.label_filter))
-    result = train_head(model, opts, out=first_out, data=data, epoch_batches=corrupted(batches),
-                        batches_per_epoch=n_batches,
-                        epochs=opts.epochs, learning_rate=opts.learning_rate, weight_decay=opts.weight_decay,
-                        started=t0, half=not opts.label_filter)  # stage 2 starts from stage 1's float32 weights
+    result = train_head(model, run, out=first_out, data=data, epoch_batches=corrupted(batches),
+                        batches_per_epoch=n_batches, epochs=opts.epochs, learning_rate=opts.learning_rate,
+                        weight_decay=opts.weight_decay,
+                        half=not opts.label_filter)  # stage 2 starts from stage 1's float32 weights
     stages[first] = _stage_summary(result, opts.selection)
     if not result.finished:  # stage 2 starts when the same command is run again
-        return stopped_summary(out, result, stage=first, **seen_fields(opts, model, result.steps, POSITIVES_UNIT))
+        seen_fields(run, result, model, unit=POSITIVES_UNIT)
+        return run.stopped(result, stage=first)
 
     filter_rounds: list[dict] = []
     if opts.label_filter:
@@ -312,31 +312,24 @@ def run(opts: PoneTrainingOptions) -> dict:
                 yield batch_dict(np.concatenate(parts_c), np.concatenate(parts_r), np.concatenate(parts_y))
 
         # the relabelling rounds run inside stage2_batches and read `model`: batches are built in this process
-        result = train_head(model, opts, out=out, data=data, epoch_batches=corrupted(stage2_batches),
-                            batches_per_epoch=n // bsz,
-                            epochs=opts.stage2_epochs, learning_rate=opts.stage2_learning_rate,
-                            weight_decay=opts.stage2_weight_decay, started=t0, dataloader_workers=0)
+        result = train_head(model, run, out=out, data=data, epoch_batches=corrupted(stage2_batches),
+                            batches_per_epoch=n // bsz, epochs=opts.stage2_epochs,
+                            learning_rate=opts.stage2_learning_rate, weight_decay=opts.stage2_weight_decay,
+                            dataloader_workers=0)
         stages["stage2"] = _stage_summary(result, opts.selection)
         filter_rounds = [r.to_dict() for r in lf.rounds]
         if not result.finished:
-            steps = stages["stage1"]["steps"] + result.steps
-            return stopped_summary(out, result, stage="stage2", **seen_fields(opts, model, steps, POSITIVES_UNIT))
+            seen_fields(run, result, model, steps=stages["stage1"]["steps"] + result.steps, unit=POSITIVES_UNIT)
+            return run.stopped(result, stage="stage2")
 
     calibrate_checkpoint(out / "best", data.val_context, data.val_response, seed=opts.seed)
-    summary = {
-        "finished": True, "metric": METRIC, "variant": variant_name(opts), "recipe": recipe,
-        "train_positives": len(train_pairs), "augmented_positives": len(aug_texts), "augmentation": aug_stats,
-        "corrupted_negatives": len(corrupt_texts),
+    seen_fields(run, result, model, steps=sum(stage["steps"] for stage in stages.values()), unit=POSITIVES_UNIT)
+    return run.finish(result, opts.selection, {
+        "variant": variant_name(opts), "recipe": recipe, "train_positives": len(train_pairs),
+        "augmented_positives": len(aug_texts), "augmentation": aug_stats, "corrupted_negatives": len(corrupt_texts),
         "distinct_train_responses": pool_size, "validation_positives": len(val_pairs), "stages": stages,
-        "label_filter_rounds": filter_rounds, f"best_{opts.selection}": result.best_metric,
-        "best_step": result.best_step,
-        **seen_fields(opts, model, sum(stage["steps"] for stage in stages.values()), POSITIVES_UNIT),
-        "prepare_seconds": round(prepare_seconds, 1), "encode_seconds": round(encode_seconds, 1),
-        "total_seconds": round(time.monotonic() - t0, 1), "embeddings": emb.stats, "encoder": encoder.record(),
-        "options": asdict(opts),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    return summary
+        "label_filter_rounds": filter_rounds, "encode_seconds": round(encode_seconds, 1), "embeddings": emb.stats,
+    }, encoder=encoder.record())
 
 
 def _stage_summary(result, selection: str) -> dict:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...scoring.spec import ExportSpec, MetricSpec, RecipeSpec, SpaceSpec, best_checkpoint
+from ...scoring.spec import ExportSpec, MetricSpec, PaperBudget, RecipeSpec, SpaceSpec, best_checkpoint
+
+#: The RADE paper's stage-1 (cross-domain pre-training) set: DSTC10 examples (not available here).
+RADE_STAGE1_EXAMPLES = 54_438
 
 
 def summary_line(opts: Any, s: dict) -> str:
@@ -20,7 +23,10 @@ SPECS = (
         name="rade",
         scorer="dialeval.metrics.rade.scorer:RadeScorer",
         recipes=(RecipeSpec("rade", "dialeval.metrics.rade.options:RadeTrainingOptions",
-                            "dialeval.metrics.rade.train", "dialeval.metrics.rade.spec:summary_line"),),
+                            "dialeval.metrics.rade.train", "dialeval.metrics.rade.spec:summary_line",
+                            budgets=(PaperBudget(1, RADE_STAGE1_EXAMPLES, 10, "examples",
+                                                 "stage 1: 54,438 DSTC10 examples, 10 epochs"),
+                                     PaperBudget(2, None, 10, "examples", "stage 2: 10 epochs of the stage's sets"))),),
         export=ExportSpec("dialeval.modeling.rade:RadeModel", tokenizer_config_field="base_encoder"),
         space=SpaceSpec(
             title="RADE: reference-assisted response score (dialeval)", score_label="RADE score (1-5)",

@@ -30,20 +30,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...training import (
-    TrainingArguments,
-    TrainingOptionsError,
-    device_description,
-    on_model_device,
-    replace_checkpoint,
-    shared_loop_arguments,
-    stopped_summary,
-    train,
-    with_torch_threads,
-)
+from ...training import TrainingOptionsError, on_model_device, replace_checkpoint, train
 from ...training.buckets import epoch_batches_for
 from ...training.frozen_cache import FrozenStateCache
-from ...training.prepared import start_run, write_manifest
+from ...training.prepared import write_manifest
+from ...training.recipe import RecipeRun, device_first, learning_rate_groups, run_recipe
 from .data import STAGE1_SOURCE, Example, load_examples, save_examples, stage1_examples, stage2_examples
 from .inputs import RadeInputBuilder, base_tokenizer
 from .losses import rade_loss
@@ -120,17 +111,11 @@ def build_model(opts: RadeTrainingOptions):
 
 
 def learning_rates(opts: RadeTrainingOptions):
-    """Each parameter's learning rate, by name: the score regressor ``--head-learning-rate``, the encoder's low-rank
-    adapters ``--adapter-learning-rate``, the pretrained encoder and decoder weights ``--learning-rate``."""
+    """Each parameter's learning rate, by name: the encoder's low-rank adapters ``--adapter-learning-rate``, the
+    score regressor ``--head-learning-rate``, the pretrained encoder and decoder weights ``--learning-rate``."""
     from ...modeling.rade import is_adapter_weight
 
-    def learning_rate_of(name: str) -> float:
-        if name.startswith("regressor."):
-            return opts.head_learning_rate
-        if is_adapter_weight(name):
-            return opts.adapter_learning_rate
-        return opts.learning_rate
-    return learning_rate_of
+    return learning_rate_groups(opts, is_head=lambda name: name.startswith("regressor."), is_adapter=is_adapter_weight)
 
 
 def row_lengths(builder: RadeInputBuilder, examples: list[Example], generation: bool) -> np.ndarray:
@@ -217,15 +202,15 @@ def with_frozen_states(cache: FrozenStateCache, batch: dict[str, torch.Tensor]) 
     return out
 
 
-@with_torch_threads
 def run(opts: RadeTrainingOptions) -> dict:
     """Prepare (unless ``output_dir`` holds a prepared run) and train RADE; returns a summary (also written to
     ``<output_dir>/summary.json``), or ``{"prepared": True, **manifest}`` with ``prepare_only``."""
-    t0 = time.monotonic()
-    out = Path(opts.output_dir)
-    manifest = start_run(opts, metric=METRIC, prepare=prepare)
-    if opts.prepare_only:
-        return {"prepared": True, **manifest}
+    return run_recipe(opts, metric=METRIC, prepare=prepare, setup=device_first, train=train_prepared)
+
+
+def train_prepared(run: RecipeRun[RadeTrainingOptions]) -> dict:
+    """Train on the prepared examples, write the scoring checkpoint and report its correlations."""
+    opts, out = run.opts, run.out
     sets = {split: load_examples(out / examples_file(split)) for split in splits_of(opts)}
     model = build_model(opts)
     builder = RadeInputBuilder(base_tokenizer(model.config.base_encoder), max_seq_length=opts.max_seq_length,
@@ -259,24 +244,19 @@ def run(opts: RadeTrainingOptions) -> dict:
         replace_checkpoint(model, path, trainable_only=True)
 
     steps_per_epoch = batches_per_epoch // opts.gradient_accumulation
-    args = TrainingArguments(
-        output_dir=str(out), seed=opts.seed, epochs=opts.epochs, learning_rate=opts.learning_rate,
-        head_learning_rate=opts.head_learning_rate, weight_decay=0.0, warmup_ratio=opts.warmup_ratio,
-        max_grad_norm=1.0, optimizer="adam",
-        adam_betas=(opts.adam_beta1, opts.adam_beta2), eval_every=opts.eval_every or steps_per_epoch,
-        log_every=max(1, min(20, steps_per_epoch)), max_steps=opts.max_steps, device=opts.device,
-        **shared_loop_arguments(opts, started=t0),
-    )
+    args = run.arguments(steps_per_epoch=steps_per_epoch, head_learning_rate=opts.head_learning_rate,
+                         weight_decay=0.0, warmup_ratio=opts.warmup_ratio, max_grad_norm=1.0, optimizer="adam",
+                         adam_betas=(opts.adam_beta1, opts.adam_beta2))
     result = train(model, args=args, options=opts, epoch_batches=epoch_batches, steps_per_epoch=batches_per_epoch,
                    loss_fn=loss_fn, evaluate_fn=evaluate_fn, save_best=save_best, selection_key="val_correlation",
                    greater_is_better=True, resume=opts.resume, collate=collate,
                    learning_rate_of=learning_rates(opts))
     device = next(model.parameters()).device
-    seen = {"device": device_description(device),
-            "examples_seen": result.steps * opts.batch_size * opts.gradient_accumulation,
-            **({"frozen_cache": cache.report()} if cache is not None else {})}
+    run.examples_seen(result, model)
+    if cache is not None:
+        run.seen["frozen_cache"] = cache.report()
     if not result.finished:
-        return stopped_summary(out, result, **seen)
+        return run.stopped(result)
 
     from ...modeling.rade import RadeModel
 
@@ -287,12 +267,8 @@ def run(opts: RadeTrainingOptions) -> dict:
     shipped = RadeModel.from_pretrained(scoring, dtype=torch.float32).to(device)
     reports = {f"{split}_correlations": correlations(sets[split], predict(shipped, builder, sets[split]))
                for split in splits_of(opts) if split != "train"}
-    summary = {
-        "finished": True, "stage": opts.stage, "examples": {split: len(v) for split, v in sets.items()},
-        "loss_weights": asdict(weights), "steps_per_epoch": steps_per_epoch, "steps": result.steps,
-        "best_step": result.best_step, "best_val_correlation": result.best_metric, **reports,
-        "scoring_checkpoint": str(scoring), **seen, "train_seconds": result.seconds, "seconds_cover": result.seconds_cover,
-        "torch_threads": torch.get_num_threads(), "history": result.history, "options": asdict(opts),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    return summary
+    return run.finish(result, "val_correlation", {
+        "stage": opts.stage, "examples": {split: len(v) for split, v in sets.items()},
+        "loss_weights": asdict(weights), "steps_per_epoch": steps_per_epoch, **reports,
+        "scoring_checkpoint": str(scoring),
+    })
