@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -156,23 +157,57 @@ def weights_fingerprint(path: str | os.PathLike) -> str:
     return weights_digests(str(path))[1]
 
 
-def check_encoder(checkpoint: str | os.PathLike, recorded: str, recorded_sha256: str, encoder: "Encoder") -> None:
-    """Refuse ``encoder`` for a checkpoint trained on encoder ``recorded`` (its name as the config records it) whose
-    weights hashed to ``recorded_sha256``, unless it is that encoder: the same weights sha256 (64 hex digits) or
-    short fingerprint (12, in checkpoints made before the full sha256 was recorded). A checkpoint that records no
-    sha256 (the shipped MiniLM heads, trained before it was recorded) names its encoder by name only: the encoder
-    must then be the one that name resolves to. Raises :class:`EncoderMismatchError` naming both encoders."""
+def check_encoder(checkpoint: str | os.PathLike, recorded: str, recorded_sha256: str,
+                  encoder: str | os.PathLike | None) -> None:
+    """Refuse ``encoder`` (a name or folder: the one about to be used; None: the one ``recorded`` resolves to) for a
+    checkpoint trained on encoder ``recorded`` (its name as the config records it) whose weights hashed to
+    ``recorded_sha256``, unless it is that encoder: the same weights sha256 (64 hex digits) or short fingerprint (12,
+    in checkpoints made before the full sha256 was recorded). A checkpoint that records no sha256 (the shipped MiniLM
+    checkpoints, trained before it was recorded) names its encoder by name only: the encoder must then be the one
+    that name resolves to. Raises :class:`EncoderMismatchError` naming both encoders."""
+    path = resolve_encoder_path(recorded if encoder is None else encoder)[0]
     if recorded_sha256:
-        ours = encoder.sha256 if len(recorded_sha256) == 64 else encoder.fingerprint
+        ours = weights_sha256(path) if len(recorded_sha256) == 64 else weights_fingerprint(path)
         same = ours == recorded_sha256
     else:
-        same = Path(resolve_encoder_path(recorded)[0]).resolve() == Path(encoder.name_or_path).resolve()
+        same = Path(resolve_encoder_path(recorded)[0]).resolve() == Path(path).resolve()
     if not same:
         raise EncoderMismatchError(
             f"checkpoint {checkpoint} was trained on encoder {recorded} (weights sha256 "
-            f"{recorded_sha256 or 'not recorded: the encoder that name resolves to'}), not on encoder {encoder.name} "
-            f"(weights sha256 {encoder.sha256}): its scores would be meaningless; load the checkpoint without "
-            "naming an encoder, or train one on this encoder (dialeval train ... --encoder)")
+            f"{recorded_sha256 or 'not recorded: the encoder that name resolves to'}), not on encoder "
+            f"{encoder_name(path)} (weights sha256 {weights_sha256(path)}): its scores would be meaningless; load the "
+            "checkpoint without naming an encoder, or train one on this encoder (dialeval train ... --encoder)")
+
+
+def encoder_record(name_or_path: str | os.PathLike | None) -> dict[str, str]:
+    """What a run's summary and ``training.json`` say of encoder ``name_or_path``: its name (:func:`encoder_name`)
+    and weights sha256."""
+    path = resolve_encoder_path(name_or_path)[0]
+    return {"name": encoder_name(path), "sha256": weights_sha256(path)}
+
+
+def base_encoder_fields(name_or_path: str | os.PathLike | None) -> dict[str, Any]:
+    """What a model that fine-tunes encoder ``name_or_path`` (GRADE, RADE, the AMR evaluator and its parser: their
+    custom code builds a ``BertModel`` and takes its weights from ``base_encoder``) records of it in its config:
+    ``base_encoder`` (its name, :func:`encoder_name`), ``base_encoder_sha256`` and ``encoder_config`` (its BERT
+    config; None for the bundled MiniLM, whose fields the configurations hold literally). Refuses an encoder that is
+    not a BERT model, or that is not local (an encoder package or a folder: the model code loads its weights
+    offline)."""
+    from transformers import AutoConfig
+
+    path, local = resolve_encoder_path(name_or_path)
+    if not local:
+        raise DialevalError(f"encoder {name_or_path}: a fine-tuned encoder must be an installed encoder package or a "
+                            "local model folder (the model code loads its weights from there, offline)")
+    record = encoder_record(path)
+    encoder_config = None
+    if record["name"] != DEFAULT_ENCODER_PACKAGE:
+        config = AutoConfig.from_pretrained(path, local_files_only=True)
+        if config.model_type != "bert":
+            raise DialevalError(f"encoder {record['name']} is a {config.model_type!r} model: this recipe fine-tunes "
+                                "a BERT encoder (its model builds a BertModel)")
+        encoder_config = config.to_dict()
+    return {"base_encoder": record["name"], "base_encoder_sha256": record["sha256"], "encoder_config": encoder_config}
 
 
 class Encoder:
@@ -226,7 +261,7 @@ class Encoder:
 
     def record(self) -> dict[str, str]:
         """What a run's summary and ``training.json`` say of the encoder: its name and weights sha256."""
-        return {"name": self.name, "sha256": self.sha256}
+        return encoder_record(self.name_or_path)
 
     @property
     def display_name(self) -> str:

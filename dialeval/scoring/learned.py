@@ -79,9 +79,19 @@ class LearnedScorer(Scorer):
         config records it), or ``requested`` (a name or folder the user gave), which must be that encoder: one whose
         weights differ from ``recorded_sha256`` is refused with an error naming both
         (:func:`~dialeval.backbone.encoder.check_encoder`). ``kwargs`` go to :class:`Encoder`."""
-        encoder = Encoder(recorded if requested is None else requested, device=self.device, **kwargs)
-        check_encoder(self.checkpoint, recorded, recorded_sha256, encoder)
-        return encoder
+        check_encoder(self.checkpoint, recorded, recorded_sha256, requested)
+        return Encoder(recorded if requested is None else requested, device=self.device, **kwargs)
+
+    def base_encoder_tokenizer(self):
+        """The tokenizer of the encoder a fine-tuned model (GRADE, RADE, the AMR evaluator) was built on, its
+        config's ``base_encoder``, after refusing an installed base encoder whose weights differ from those it was
+        trained on (``base_encoder_sha256``; :func:`~dialeval.backbone.encoder.check_encoder`): the model's frozen
+        layers come from it."""
+        from ..backbone.encoder import base_tokenizer
+
+        cfg = self.model.config
+        check_encoder(self.checkpoint, cfg.base_encoder, getattr(cfg, "base_encoder_sha256", ""), None)
+        return base_tokenizer(cfg.base_encoder)
 
     @property
     def encoders(self) -> list[Encoder]:

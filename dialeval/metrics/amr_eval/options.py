@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from ...training.options import TrainingOptions, TrainingOptionsError, option
+from ...training.options import EncoderOptions, TrainingOptions, TrainingOptionsError, option
 from .data import NEGATIVE_KINDS
 
 
 @dataclass(kw_only=True)
-class AmrEvalTrainingOptions(TrainingOptions):
+class AmrEvalTrainingOptions(EncoderOptions, TrainingOptions):
     """The small model (SLM): positives against negatives of DailyDialog++'s dev contexts, cross-entropy plus a
     contrastive loss that aligns the text and graph vectors of positives, AdamW."""
 
@@ -94,11 +94,11 @@ class AmrEvalTrainingOptions(TrainingOptions):
 
 
 @dataclass(kw_only=True)
-class AmrParserTrainingOptions(TrainingOptions):
+class AmrParserTrainingOptions(EncoderOptions, TrainingOptions):
     """The project's small AMR parser: the bundled encoder and a decoder warm-started from its first layers, trained
     on gold AMR of the data directory to write simplified graphs; AdamW, checkpoint chosen by validation Smatch."""
 
-    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("corpora", "decoder_layers")
+    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("corpora", "decoder_layers", "encoder")  # its word pieces
 
     seed: int = 42
     epochs: int = 12

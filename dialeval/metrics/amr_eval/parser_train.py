@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...backbone.encoder import base_tokenizer
+from ...backbone.encoder import base_encoder_fields, base_tokenizer, encoder_record
 from ...training import on_model_device, recipe_batches, replace_checkpoint, train
 from ...training.prepared import load_records, save_records, write_manifest
 from ...training.recipe import RecipeRun, device_first, learning_rate_groups, run_recipe
@@ -49,12 +49,6 @@ class ParserExample:
     corpus: str
     sentence: str
     graph: dict  # SimpleGraph JSON object
-
-
-def _base_encoder() -> str:
-    from ...modeling.amr_eval import AmrParserConfig
-
-    return AmrParserConfig().base_encoder
 
 
 def examples_file(split: str) -> str:
@@ -77,7 +71,7 @@ def prepare(opts: AmrParserTrainingOptions) -> dict:
                           json.loads(lowercased(simplify(text, item=f"{corpus}/{split} {gid}")).to_json()))
             for corpus in opts.corpus_names for gid, sentence, text in read_amr_corpus(corpus, split, data_dir)]
         save_records(sets[split], out / examples_file(split))
-    tokenizer = base_tokenizer(_base_encoder())
+    tokenizer = base_tokenizer(opts.encoder)
     vocabulary = ParserVocabulary.build([SimpleGraph.from_json(e.graph) for e in sets["train"]],
                                         [e.sentence for e in sets["train"]], tokenizer)
     (out / VOCABULARY_FILE).write_text(json.dumps({"special_tokens": list(vocabulary.special_tokens),
@@ -90,7 +84,7 @@ def prepare(opts: AmrParserTrainingOptions) -> dict:
 def build_model(opts: AmrParserTrainingOptions, special_tokens: list[str], piece_ids: list[int], tokenizer):
     from ...modeling.amr_eval import AmrParserConfig, AmrParserModel
 
-    config = AmrParserConfig(special_tokens=special_tokens, piece_ids=piece_ids, decoder_layers=opts.decoder_layers,
+    config = AmrParserConfig(**base_encoder_fields(opts.encoder), special_tokens=special_tokens, piece_ids=piece_ids, decoder_layers=opts.decoder_layers,
                              trainable_encoder_layers=opts.trainable_encoder_layers, lora_rank=opts.lora_rank,
                              lora_alpha=opts.lora_alpha,
                              max_source_length=opts.max_source_length, max_target_length=opts.max_target_length)
@@ -164,7 +158,7 @@ def train_prepared(run: RecipeRun[AmrParserTrainingOptions]) -> dict:
     sets = {split: load_records(out / examples_file(split), lambda row: ParserExample(**row)) for split in SPLITS}
     prepared = json.loads((out / VOCABULARY_FILE).read_text())
 
-    tokenizer = base_tokenizer(_base_encoder())
+    tokenizer = base_tokenizer(opts.encoder)
     model = build_model(opts, prepared["special_tokens"], prepared["piece_ids"], tokenizer)
     batcher = ParserBatcher(tokenizer, ParserVocabulary.of_config(model.config, tokenizer), model.config)
     train_examples = sets["train"]
@@ -213,4 +207,4 @@ def train_prepared(run: RecipeRun[AmrParserTrainingOptions]) -> dict:
         "examples": {split: len(v) for split, v in sets.items()}, "corpora": list(opts.corpus_names),
         "output_tokens": model.config.output_size, "steps_per_epoch": steps_per_epoch, **reports,
         "cut_training_targets": batcher.cut(train_examples),
-    })
+    }, encoder=encoder_record(opts.encoder))

@@ -36,7 +36,6 @@ import numpy as np
 import torch
 
 from ...backbone.batching import length_sorted_batches
-from ...backbone.encoder import base_tokenizer
 from ...errors import DialevalError, InputError
 from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer, load_pretrained
@@ -71,7 +70,7 @@ class AmrEvalScorer(LearnedScorer):
                  judge_cache_dir: str | os.PathLike | None = None, **graph_source_options: Any) -> None:
         super().__init__(checkpoint, device=device)
         cfg = self.model.config
-        self.inputs = AmrEvalInputBuilder(base_tokenizer(cfg.base_encoder), cfg)
+        self.inputs = AmrEvalInputBuilder(self.base_encoder_tokenizer(), cfg)
         self.graphs: GraphSource | None = None
         if cfg.use_graph:
             trained_on = source_kind(cfg.graph_source)

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from ...ranking import auc
-from ...backbone.encoder import base_tokenizer
+from ...backbone.encoder import base_encoder_fields, base_tokenizer, encoder_record
 from ...training import on_model_device, recipe_batches, replace_checkpoint, train
 from ...training.prepared import write_manifest
 from ...training.recipe import RecipeRun, device_first, learning_rate_groups, run_recipe
@@ -121,7 +121,7 @@ def prepare(opts: AmrEvalTrainingOptions) -> dict:
 def build_model(opts: AmrEvalTrainingOptions, relations: list[str], graph_source: str):
     from ...modeling.amr_eval import AmrEvalConfig, AmrEvalModel
 
-    config = AmrEvalConfig(relations=relations, graph_source=graph_source, max_seq_length=opts.max_seq_length,
+    config = AmrEvalConfig(**base_encoder_fields(opts.encoder), relations=relations, graph_source=graph_source, max_seq_length=opts.max_seq_length,
                            hidden_size=opts.hidden_size,
                            graph_layers=opts.graph_layers, graph_heads=4, use_graph=opts.use_graph,
                            use_gate=opts.use_gate, pooling=opts.pooling,
@@ -276,4 +276,4 @@ def train_prepared(run: RecipeRun[AmrEvalTrainingOptions]) -> dict:
         "examples": {split: len(v) for split, v in sets.items()}, "graph_source": prepared["graph_source"],
         "relations": len(prepared["relations"]), "steps_per_epoch": steps_per_epoch, **reports,
         "truncated_inputs": builder.truncated,
-    })
+    }, encoder=encoder_record(opts.encoder))

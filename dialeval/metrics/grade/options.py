@@ -7,17 +7,18 @@ from typing import ClassVar, Literal
 
 from ...training.buckets import LENGTH_BUCKETS_HELP
 from ...training.frozen_cache import FROZEN_CACHE_HELP
-from ...training.options import TrainingOptions, option
+from ...training.options import EncoderOptions, TrainingOptions, option
 
 
 @dataclass(kw_only=True)
-class GradeTrainingOptions(TrainingOptions):
+class GradeTrainingOptions(EncoderOptions, TrainingOptions):
     """GRADE on DailyDialog: one lexical and one embedding negative per positive, margin ranking loss, AdamW."""
 
-    #: What preparation writes depends on these: the sampled positives and their negatives (seed, the two limits)
-    #: and whether keywords are extracted for the graph branch. Tokenising (max_seq_length) happens at train time.
+    #: What preparation writes depends on these: the sampled positives and their negatives (seed, the two limits,
+    #: the encoder that picks the embedding negatives) and whether keywords are extracted for the graph branch.
+    #: Tokenising (max_seq_length) happens at train time.
     PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed", "max_positives", "max_val_positives", "use_graph",
-                                                     "length_matched")
+                                                     "length_matched", "encoder")
 
     # this recipe's defaults of shared options (the field order stays the base class's)
     seed: int = 71

@@ -26,7 +26,7 @@ from ...backbone.batching import length_sorted_batches
 from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer, load_pretrained
 from .features import GraphFeaturizer
-from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder, base_tokenizer
+from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder
 from .keywords import KeywordExtractor
 from .tables import GraphTables
 
@@ -44,7 +44,7 @@ class GradeScorer(LearnedScorer):
     def __init__(self, checkpoint: str | os.PathLike | None = None, *, device: str | torch.device | None = None):
         super().__init__(checkpoint, device=device)
         cfg = self.model.config
-        tokenizer = base_tokenizer(cfg.base_encoder)
+        tokenizer = self.base_encoder_tokenizer()
         featurizer = GraphFeaturizer(
             GraphTables.load(self.checkpoint / GRAPH_DIR),
             KeywordExtractor.load(self.checkpoint / KEYWORDS_FILE),

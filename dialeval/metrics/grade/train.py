@@ -52,6 +52,7 @@ import numpy as np
 import torch
 
 from ...backbone import Encoder
+from ...backbone.encoder import base_encoder_fields, encoder_record
 from ...ranking import auc
 from ...training import half_state_dict, replace_checkpoint, train, training_device
 from ...training.buckets import length_bucketed_batches
@@ -87,7 +88,7 @@ def prepare(opts: GradeTrainingOptions) -> dict[str, Any]:
 
     out = Path(opts.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    encoder = Encoder(device=training_device(opts.device))  # first: a missing device fails before minutes of work
+    encoder = Encoder(opts.encoder, device=training_device(opts.device))  # first: a missing device fails early
     data_dir = resolve_data_dir(opts.data_dir)
     dialogues = {split: _dialogues(split, data_dir) for split in DD_SPLITS}
     kw_path = out / KEYWORDS_FILE
@@ -115,6 +116,7 @@ def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
     from dialeval.modeling.grade import GradeConfig, GradeModel, base_encoder_state_dict
 
     config = GradeConfig(
+        **base_encoder_fields(opts.encoder),
         node_feature_dim=node_feature_dim,
         trainable_encoder_layers=opts.trainable_encoder_layers,
         max_seq_length=opts.max_seq_length,
@@ -284,7 +286,8 @@ def train_prepared(run: RecipeRun[GradeTrainingOptions]) -> dict[str, Any]:
         run.seen["frozen_cache"] = cache.report()
     if not result.finished:
         return run.stopped(result)
-    return run.finish(result, opts.select_by, {"train_pairs": n_train, "validation_pairs": n_val})
+    return run.finish(result, opts.select_by, {"train_pairs": n_train, "validation_pairs": n_val},
+                      encoder=encoder_record(opts.encoder))
 
 
 def run(opts: GradeTrainingOptions) -> dict:

@@ -7,13 +7,13 @@ from typing import ClassVar, Literal
 
 from ...training.buckets import LENGTH_BUCKETS_HELP
 from ...training.frozen_cache import FROZEN_CACHE_HELP
-from ...training.options import TrainingOptions, TrainingOptionsError, option
+from ...training.options import EncoderOptions, TrainingOptions, TrainingOptionsError, option
 from .data import RADE_SETS
 from .losses import LossWeights
 
 
 @dataclass(kw_only=True)
-class RadeTrainingOptions(TrainingOptions):
+class RadeTrainingOptions(EncoderOptions, TrainingOptions):
     """RADE: stage 1 (pre-training: candidate-score MSE + generation NLL, on DailyDialog++ with graded synthetic
     candidates) or stage 2 (task-specific, on the RADE sets: reference and candidate MSE + generation NLL + pairwise
     ranking), Adam."""

@@ -31,7 +31,7 @@ import torch
 from ...backbone.batching import length_sorted_batches
 from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer, load_pretrained
-from .inputs import RadeInputBuilder, base_tokenizer
+from .inputs import RadeInputBuilder
 from .retrieval import DAILYDIALOG, ROUTES, PseudoReferences
 
 LENGTH_BUCKET = 16
@@ -58,7 +58,7 @@ class RadeScorer(LearnedScorer):
                              f"{reference_aggregation!r}")
         super().__init__(checkpoint, device=device)
         cfg = self.model.config
-        self.inputs = RadeInputBuilder(base_tokenizer(cfg.base_encoder), max_seq_length=cfg.max_seq_length,
+        self.inputs = RadeInputBuilder(self.base_encoder_tokenizer(), max_seq_length=cfg.max_seq_length,
                                        max_reference_length=cfg.max_reference_length, use_reference=cfg.use_reference)
         self.reference_aggregation = reference_aggregation
         self.retriever = (PseudoReferences.from_source(pseudo_references, data_dir=data_dir)

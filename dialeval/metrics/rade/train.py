@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ...backbone.encoder import base_encoder_fields, encoder_record
 from ...training import TrainingOptionsError, on_model_device, replace_checkpoint, train
 from ...training.buckets import epoch_batches_for
 from ...training.frozen_cache import FrozenStateCache
@@ -86,7 +87,8 @@ def build_model(opts: RadeTrainingOptions):
     if opts.init_from:
         path = resolve_checkpoint(opts.init_from, METRIC, "dialeval train rade --stage 1")
         model = RadeModel.from_pretrained(path, dtype=torch.float32)
-        fixed = {"max_seq_length": opts.max_seq_length, "max_reference_length": opts.max_reference_length,
+        fixed = {"base_encoder": base_encoder_fields(opts.encoder)["base_encoder"],
+                 "max_seq_length": opts.max_seq_length, "max_reference_length": opts.max_reference_length,
                  "use_reference": opts.use_reference, "pooling": opts.pooling, "lora_rank": opts.lora_rank,
                  "regressor_dims": [opts.regressor_hidden]}
         if opts.lora_rank:  # the adapters sit in these layers
@@ -100,7 +102,7 @@ def build_model(opts: RadeTrainingOptions):
                                        "best/, or train with --no-generation")
         model.config.trainable_encoder_layers = opts.trainable_encoder_layers
     else:
-        config = RadeConfig(max_seq_length=opts.max_seq_length, max_reference_length=opts.max_reference_length,
+        config = RadeConfig(**base_encoder_fields(opts.encoder), max_seq_length=opts.max_seq_length, max_reference_length=opts.max_reference_length,
                             use_reference=opts.use_reference, pooling=opts.pooling, use_decoder=opts.generation,
                             trainable_encoder_layers=opts.trainable_encoder_layers, lora_rank=opts.lora_rank,
                             regressor_dims=[opts.regressor_hidden], regressor_dropout=opts.regressor_dropout)
@@ -271,4 +273,4 @@ def train_prepared(run: RecipeRun[RadeTrainingOptions]) -> dict:
         "stage": opts.stage, "examples": {split: len(v) for split, v in sets.items()},
         "loss_weights": asdict(weights), "steps_per_epoch": steps_per_epoch, **reports,
         "scoring_checkpoint": str(scoring),
-    })
+    }, encoder=encoder_record(opts.encoder))
