@@ -119,42 +119,32 @@ def weights_file(path: str | os.PathLike) -> Path:
     raise DialevalError(f"encoder {path}: no weights file ({', '.join(WEIGHT_FILES)}) in the local Hugging Face cache")
 
 
-@lru_cache(maxsize=32)
-def weights_digests(path: str) -> tuple[str, str]:
-    """The two digests of a local encoder folder's weights, from one read of them: (sha256, fingerprint).
+def weights_sha256(path: str | os.PathLike) -> str:
+    """The full sha256 of an encoder's weights file (:func:`weights_file`): what a checkpoint records of its encoder
+    (``dialeval train ... --encoder``) and a scorer compares. Computed by the one function that computes it,
+    :func:`dialeval.backbone.encoders.weights_sha256` (an installed named encoder's install record holds it); a Hub
+    id's is that of the folder it is cached in."""
+    from .encoders import weights_sha256 as folder_weights_sha256
 
-    ``sha256`` is the full sha256 of its weights file (:func:`weights_file`; ``""`` for a Hub id or a folder
-    without one): what a checkpoint records of its encoder (``dialeval train ... --encoder``) and a scorer
-    compares. ``fingerprint`` is the short sha256 over every
-    ``*.safetensors`` / ``*.bin`` file of the folder (name then bytes, in sorted order; of the id string for a Hub
-    id): what signatures, embedding stores and ensemble identities recorded before the full sha256 existed, kept as
-    it was so that they stay valid."""
+    folder = Path(path)
+    return folder_weights_sha256(folder if folder.is_dir() else weights_file(path).parent)
+
+
+@lru_cache(maxsize=32)
+def weights_fingerprint(path: str) -> str:
+    """Short sha256 over the weight files of a local model folder (or of the id string for a hub id): what signatures,
+    embedding stores and ensemble identities record (checkpoints record the full :func:`weights_sha256`)."""
     p = Path(path)
-    short = hashlib.sha256()
+    h = hashlib.sha256()
     files = sorted(f for f in p.glob("*") if f.suffix in {".safetensors", ".bin"}) if p.is_dir() else []
     if not files:
-        short.update(str(path).encode())
-    main = next((p / name for name in WEIGHT_FILES if (p / name).is_file()), None) if files else None
-    full = hashlib.sha256()
+        h.update(str(path).encode())
     for f in files:
-        short.update(f.name.encode())
+        h.update(f.name.encode())
         with open(f, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
-                short.update(chunk)
-                if f == main:
-                    full.update(chunk)
-    return (full.hexdigest() if main is not None else ""), short.hexdigest()[:12]
-
-
-def weights_sha256(path: str | os.PathLike) -> str:
-    """The full sha256 of an encoder's weights file (:func:`weights_digests`; a Hub id's is that of the folder it is
-    cached in)."""
-    return weights_digests(str(path))[0] or weights_digests(str(weights_file(path).parent))[0]
-
-
-def weights_fingerprint(path: str | os.PathLike) -> str:
-    """The short sha256 over an encoder folder's weight files (:func:`weights_digests`)."""
-    return weights_digests(str(path))[1]
+                h.update(chunk)
+    return h.hexdigest()[:12]
 
 
 def check_encoder(checkpoint: str | os.PathLike, recorded: str, recorded_sha256: str,

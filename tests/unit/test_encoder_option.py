@@ -104,7 +104,6 @@ def test_a_scorer_refuses_the_named_encoder_when_its_weights_changed(ruber_run, 
     """The recorded name resolves to a folder whose weights are no longer those the head was trained on."""
     import dialeval
     from dialeval.backbone import EncoderMismatchError
-    from dialeval.backbone.encoder import weights_digests
 
     moved = tmp_path / "ruber"
     shutil.copytree(ruber_run / "best", moved)
@@ -112,7 +111,6 @@ def test_a_scorer_refuses_the_named_encoder_when_its_weights_changed(ruber_run, 
     config = json.loads((moved / "config.json").read_text())
     config["encoder"] = str(changed)
     (moved / "config.json").write_text(json.dumps(config))
-    weights_digests.cache_clear()
     with pytest.raises(EncoderMismatchError, match=re.escape(_sha256(changed / "model.safetensors"))) as caught:
         dialeval.load_scorer("bert_ruber_unref", checkpoint=moved, device="cpu")
     assert _sha256(tiny_encoder / "model.safetensors") in str(caught.value)
@@ -213,7 +211,6 @@ def test_the_default_encoder_keeps_the_configurations_as_they_were(tmp_path):
 def test_a_fine_tuned_checkpoint_refuses_a_base_encoder_whose_weights_differ(tiny_encoder, tmp_path):
     import dialeval
     from dialeval.backbone import EncoderMismatchError
-    from dialeval.backbone.encoder import weights_digests
     from dialeval.metrics.rade import train as rade_train
     from dialeval.metrics.rade.options import RadeTrainingOptions
 
@@ -225,7 +222,6 @@ def test_a_fine_tuned_checkpoint_refuses_a_base_encoder_whose_weights_differ(tin
     assert scorer.model.config.base_encoder == str(encoder)
     recorded = _sha256(encoder / "model.safetensors")
     write_tiny_encoder(encoder, seed=3)  # the same folder, other weights
-    weights_digests.cache_clear()
     with pytest.raises(EncoderMismatchError) as caught:
         dialeval.load_scorer("rade", checkpoint=tmp_path / "checkpoint", device="cpu")
     for named in (str(encoder), recorded, _sha256(encoder / "model.safetensors")):
