@@ -12,12 +12,12 @@ from conftest import run_cli_blocking
 from test_grade import write_grade_fixture
 from typer.testing import CliRunner
 
-from dialeval.metrics.grade import train as grade_train
 from dialeval.metrics.grade.data import PAIRS_FILE, TEXTS_FILE, PairTable
 from dialeval.metrics.grade.features import GraphFeaturizer
 from dialeval.metrics.grade.keywords import KeywordExtractor
 from dialeval.metrics.grade.tables import GraphTables
 from dialeval.metrics.grade.train import GradeTrainingOptions, run
+from dialeval.training import recipe as recipe_module
 from dialeval.training.prepared import MANIFEST_FILE, PreparedRunMismatch
 
 OPTIONS = {"max_positives": 12, "max_val_positives": 6, "max_steps": 3, "eval_every": 1, "batch_size": 4,
@@ -48,7 +48,7 @@ def test_prepare_only_writes_compact_inputs_and_the_manifest(runs):
     in_place, prepared, summary = runs
     assert summary["prepared"] is True and summary["metric"] == "grade"
     assert summary["options"] == {"seed": 71, "max_positives": 12, "max_val_positives": 6, "use_graph": True,
-                                  "length_matched": False}
+                                  "length_matched": False, "encoder": "minilm"}
     assert {TEXTS_FILE, PAIRS_FILE, "keywords.json", "graph/meta.json", "graph/embeddings.safetensors"} <= set(
         summary["files"])
     assert "dailydialog/derived/train.jsonl" in summary["data"] and "conceptnet_cn100k/train.txt" in summary["data"]
@@ -115,8 +115,8 @@ def test_a_run_cut_mid_way_resumes_with_batch_workers_to_the_uninterrupted_weigh
     cut = tmp_path / "cut"
     shutil.copytree(prepared, cut)
     opts = GradeTrainingOptions(output_dir=str(cut), **OPTIONS)
-    shared = grade_train.shared_loop_arguments
-    monkeypatch.setattr(grade_train, "shared_loop_arguments",
+    shared = recipe_module.shared_loop_arguments  # the loop arguments every recipe's run takes (run_recipe)
+    monkeypatch.setattr(recipe_module, "shared_loop_arguments",
                         lambda o, *, started: {**shared(o, started=started), "stop_after_steps": 1})
     stopped = run(opts)
     assert stopped["finished"] is False and stopped["steps"] == 1 and stopped["total_steps"] == 3
