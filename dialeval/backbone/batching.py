@@ -65,6 +65,13 @@ def may_show(enabled: bool | None) -> bool:
     return enabled is True or (enabled is None and stderr_is_terminal())
 
 
+def _nested(outer: bool | None, inner: bool | None) -> bool | None:
+    """A bar setting inside a scope's: ``False`` on either side silences, else the inner choice, else the outer."""
+    if outer is False or inner is False:
+        return False
+    return outer if inner is None else inner
+
+
 @contextmanager
 def progress_scope(label: str, enabled: bool | None) -> Iterator[None]:
     """Bars opened inside are labelled ``label: <stage>`` and shown as ``enabled`` says (module docstring). A scope
@@ -74,8 +81,7 @@ def progress_scope(label: str, enabled: bool | None) -> Iterator[None]:
     if outer is not None:
         outer_label, outer_enabled = outer
         label = label if label == outer_label else f"{outer_label}/{label}"
-        enabled = False if outer_enabled is False or enabled is False else (
-            outer_enabled if enabled is None else enabled)
+        enabled = _nested(outer_enabled, enabled)
     token = _SCOPE.set((label, enabled))
     try:
         yield
@@ -92,8 +98,7 @@ def progress(iterable: Iterable, *, total: int | None, enabled: bool | None, des
     if scope is not None:
         label, scope_enabled = scope
         desc = label if desc == label else f"{label}: {desc}"
-        enabled = False if scope_enabled is False or enabled is False else (
-            scope_enabled if enabled is None else enabled)
+        enabled = _nested(scope_enabled, enabled)
     if not may_show(enabled):
         enabled = False
     delay = PROGRESS_DELAY_SECONDS if enabled is None else 0.0
