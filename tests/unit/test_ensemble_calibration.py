@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dialeval.errors import InputError
-from dialeval.metrics.ensemble.calibration import CalibrationError, EmpiricalCdf
+from dialeval.scoring.calibration import CalibrationError, EmpiricalCdf
 from dialeval.metrics.ensemble.combiners import (
     GEOMETRIC_FLOOR,
     Combiner,

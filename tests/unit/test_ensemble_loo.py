@@ -12,7 +12,7 @@ import pytest
 
 from dialeval.errors import InputFileError
 from dialeval.metrics.ensemble.cache import MemberScoreCache, signature_key
-from dialeval.metrics.ensemble.calibration import EmpiricalCdf
+from dialeval.scoring.calibration import EmpiricalCdf
 from dialeval.metrics.ensemble.combiners import CombinerError, Unit, admitted, agreement, fit_candidate
 from dialeval.metrics.ensemble.loo import choose, leave_one_out
 from dialeval.metrics.ensemble.pipeline import Cell, MemberSetData, member_set_data

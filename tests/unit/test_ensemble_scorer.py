@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 import dialeval
 from dialeval.cli import app
 from dialeval.errors import InputError
-from dialeval.metrics.ensemble.calibration import EmpiricalCdf
+from dialeval.scoring.calibration import EmpiricalCdf
 from dialeval.metrics.ensemble.checkpoint import CheckpointError, EnsembleConfig, MemberSetConfig
 from dialeval.metrics.ensemble.combiners import Combiner
 from dialeval.metrics.ensemble.members import identity, identity_text

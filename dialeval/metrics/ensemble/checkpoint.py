@@ -9,7 +9,7 @@ Fields::
     members             [{name, metric, options, levels, reads_references, identity}]: every member of any set,
                         with the identity it had when fitted (metric name and fingerprint)
     calibration         {"turn": {member: cdf}, "dialogue": {member: cdf}, ...}: each member's stored quantiles
-                        (see :mod:`.calibration`), plus what they were measured on
+                        (see :mod:`dialeval.scoring.calibration`), plus what they were measured on
     member_sets         {name: {members, dialogue_members, reads_references, turn: combiner, dialogue: combiner
                         or null, ...}}: each member set's combiners (see :mod:`.combiners`)
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from .calibration import EmpiricalCdf
+from ...scoring.calibration import EmpiricalCdf
 from .combiners import Combiner
 from .roster import MemberSpec
 

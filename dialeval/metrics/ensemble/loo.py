@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...evaluation.stats import relative_average_gain
-from .calibration import EmpiricalCdf
+from ...scoring.calibration import EmpiricalCdf
 from .combiners import CANDIDATES, Combiner, admitted, agreement, fit_candidate
 from .members import dialogue_combiner
 from .pipeline import Cell, MemberSetData

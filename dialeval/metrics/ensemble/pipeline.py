@@ -25,7 +25,7 @@ import numpy as np
 from ...errors import UnknownNameError
 from ...ranking import auc
 from .cache import MemberScoreCache
-from .calibration import DEFAULT_POINTS, EmpiricalCdf
+from ...scoring.calibration import DEFAULT_POINTS, EmpiricalCdf
 from .collect import Job, ScoreTables, collect_scores
 from .combiners import Unit
 from .roster import CONTROLS, MEMBERS, MemberSpec, dialogue_members

@@ -2,7 +2,7 @@
 
 The score of an item is a fitted combination of its members' calibrated scores: each member scores the item
 (through its own scorer, loaded from the registry), its raw score is mapped to [0, 1] by the member's fixed
-calibration (:mod:`.calibration`), and the member set's combiner (:mod:`.combiners`) adds them up with its weights.
+calibration (:mod:`dialeval.scoring.calibration`), and the member set's combiner (:mod:`.combiners`) adds them up with its weights.
 What the number means depends on the combiner the checkpoint holds: ``mean`` and ``mme_crs`` give a weighted mean
 of calibrated scores and the power means (``power_<p>``) an unweighted power mean of them, all in [0, 1]; ``ridge``
 a predicted standardised human rating (0 is the training items' mean).
