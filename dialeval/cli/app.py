@@ -247,7 +247,7 @@ def score(
     """Score a file of context-response pairs (or whole dialogues) and print the system score.
 
     A metric that needs references (rade, bert_ruber, the overlap baselines) needs them in every row, except rade
-    with --option pseudo_references=dailydialog, which retrieves one for each row without from DailyDialog's
+    with --option pseudo_references=dailydialog, which retrieves one for each row without one from DailyDialog's
     training dialogues in the data directory (--data-dir).
 
     Under `accelerate launch -m dialeval score ...` (or torchrun) the rows are shared among the processes and
