@@ -41,8 +41,6 @@ CHANGED = {"dynaeval": ("--perturbations", "5", "perturbations"),
 PREPARED_FILES = {"dynaeval": {"pairs_train.npz", "pairs_validation.npz", "pairs_test.npz", "corpus_stats.json"},
                   "bert-ruber": {"pairs.json.gz"},
                   "pone": {"pairs.json.gz", "augmentation/augmented.jsonl.gz", "augmentation/augmented_meta.json"}}
-MODULES = {"dynaeval": "dialeval.metrics.dynaeval.train", "bert-ruber": "dialeval.metrics.bert_ruber.train",
-           "pone": "dialeval.metrics.bert_ruber.train"}  # PONE's stages run bert_ruber.train.train_head
 
 
 @pytest.fixture(scope="module")
@@ -99,12 +97,11 @@ def test_prepared_run_trains_without_data_or_preparation_packages(metric, data, 
         assert summary["stage"] == "stage1" and not (inplace / "progress.json").exists()
         assert not (inplace / "label_filter").exists()
 
-    import importlib
+    from dialeval.training import recipe as recipe_module  # every recipe's loop arguments (RecipeRun.arguments)
 
-    module = importlib.import_module(MODULES[metric])
-    shared = module.shared_loop_arguments
-    monkeypatch.setattr(module, "shared_loop_arguments", lambda opts, started: {**shared(opts, started=started),
-                                                                                "stop_after_steps": 2})
+    shared = recipe_module.shared_loop_arguments
+    monkeypatch.setattr(recipe_module, "shared_loop_arguments",
+                        lambda opts, started: {**shared(opts, started=started), "stop_after_steps": 2})
     cut = invoke(metric, inplace, "--data-dir", str(data))
     assert cut.exit_code == 3, cut.output
     assert "resumed from step 0" in cut.output
