@@ -315,12 +315,13 @@ def calibrate(
     threads: Annotated[Optional[int], typer.Option(min=1, help=THREADS_HELP)] = None,
 ) -> None:
     """Fit a metric's calibrated scale (`--scale calibrated`): score human replies of DailyDialog validation and store
-    their distribution in the package's scales file, under the scorer's checkpoint hash and settings
+    their distribution under the scorer's checkpoint hash and settings: in the package's scales file for a shipped
+    checkpoint, in the user's ($DIALEVAL_SCALES_FILE, else dialeval's cache) for any other --checkpoint
     (dialeval.evaluation.calibrate says which replies)."""
     from ..backbone.device import set_torch_threads
     from ..evaluation.calibrate import fit_scale
     from ..scoring.registry import scorer_class
-    from ..scoring.scales import SCALES_FILE, calibrate_command
+    from ..scoring.scales import calibrate_command, scales_file_for
 
     set_torch_threads(threads)
     scorer_class(metric)
@@ -334,7 +335,7 @@ def calibrate(
     q = cdf.quantiles
     at = ", ".join(f"{p:.0%} {q[round(p * (len(q) - 1))]:.4g}" for p in (0.05, 0.5, 0.95))
     typer.echo(f"{scorer.name} {level.value}: {cdf.n} items of {cdf.source}; raw quantiles {at}; written to "
-               f"{SCALES_FILE}")
+               f"{scales_file_for(scorer.fingerprint())}")
 
 
 @app.command()

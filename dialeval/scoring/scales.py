@@ -5,7 +5,10 @@ and negative, RADE's runs from 1 to 5. The **calibrated** scale maps it to its p
 way bert_score rescales with a baseline): 0.5 is a score as good as the median human reply of DailyDialog
 validation, 0.9 one better than nine human replies in ten. The map is an :class:`EmpiricalCdf` (the class the
 ensemble calibrates its members with) fitted per metric, checkpoint and setting by ``dialeval calibrate --metric M``
-(:mod:`dialeval.evaluation.calibrate`) and stored in one JSON file in the package, :data:`SCALES_FILE`.
+(:mod:`dialeval.evaluation.calibrate`) and stored in a JSON file: the maps of the shipped checkpoints (and of the
+metrics without one) in the package, :data:`SCALES_FILE`; those of any other checkpoint (a user's own training run)
+in the user's file, :func:`user_scales_file` (``$DIALEVAL_SCALES_FILE``, else ``scales.json`` in dialeval's cache),
+so that fitting one never writes into an installed package. A lookup reads both.
 
 The file maps each metric to a list of entries, one per fitted checkpoint and settings; an entry holds the scorer's
 fingerprint without the checkpoint's name (its content hash and settings: the same weights read from another folder
@@ -20,6 +23,7 @@ The signature of a calibrated score ends in ``|scale:calibrated``; a raw score's
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib.resources import files
@@ -27,10 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UnknownNameError
+from ..paths import cache_dir
 from .calibration import CalibrationError, EmpiricalCdf
 
-__all__ = ["DEFAULT_ITEMS", "DEFAULT_SCALE", "LEVELS", "SCALES", "SCALES_FILE", "calibrate_command", "check_scale", "entry_key",
-           "read_scales", "scale_map", "with_scale", "write_scale"]
+__all__ = ["DEFAULT_ITEMS", "DEFAULT_SCALE", "LEVELS", "SCALES", "SCALES_FILE", "USER_SCALES_ENV", "calibrate_command",
+           "check_scale", "entry_key", "read_scales", "scale_map", "scales_file_for", "user_scales_file", "with_scale",
+           "write_scale"]
 
 SCALES = ("raw", "calibrated")
 DEFAULT_SCALE = "raw"
@@ -39,6 +45,19 @@ LEVELS = ("turn", "dialogue")
 DEFAULT_ITEMS = 1000
 #: where the fitted maps are stored: one small JSON file in the package
 SCALES_FILE = Path(str(files("dialeval"))) / "resources" / "scales.json"
+#: names the user's scales file (the maps of checkpoints that do not ship with dialeval)
+USER_SCALES_ENV = "DIALEVAL_SCALES_FILE"
+
+
+def user_scales_file() -> Path:
+    """The user's scales file: ``$DIALEVAL_SCALES_FILE``, else ``scales.json`` in dialeval's cache folder."""
+    return Path(os.environ[USER_SCALES_ENV]) if os.environ.get(USER_SCALES_ENV) else cache_dir("scales") / "scales.json"
+
+
+def scales_file_for(fingerprint: Mapping[str, str]) -> Path:
+    """Where the map of a scorer with ``fingerprint`` is stored: :data:`SCALES_FILE` for a shipped checkpoint
+    (``checkpoint`` is ``default``) or a metric without one, :func:`user_scales_file` for any other checkpoint."""
+    return SCALES_FILE if str(fingerprint.get("checkpoint", "default")) == "default" else user_scales_file()
 
 
 def check_scale(scale: str) -> None:
@@ -84,7 +103,8 @@ def scale_map(metric: str, fingerprint: Mapping[str, str], level: str, *, path: 
     :class:`CalibrationError` naming the metric and the command that fits the map when none is stored."""
     if level not in LEVELS:
         raise UnknownNameError("level", level, LEVELS)
-    entries = read_scales(path).get(metric, [])
+    files_read = [path] if path is not None else [user_scales_file(), SCALES_FILE]
+    entries = [e for f in files_read for e in read_scales(f).get(metric, [])]
     key = entry_key(fingerprint)
     entry = next((e for e in entries if e.get("fingerprint") == key), None)
     command = calibrate_command(metric, level)
@@ -103,11 +123,13 @@ def scale_map(metric: str, fingerprint: Mapping[str, str], level: str, *, path: 
 
 def write_scale(metric: str, fingerprint: Mapping[str, str], level: str, cdf: EmpiricalCdf, command: str, *,
                 path: str | Path | None = None) -> Path:
-    """Store ``cdf`` as ``metric``'s ``level`` map for ``fingerprint`` in ``path`` (default :data:`SCALES_FILE`),
-    replacing the map it had there and keeping every other entry and level."""
+    """Store ``cdf`` as ``metric``'s ``level`` map for ``fingerprint`` in ``path`` (default
+    :func:`scales_file_for` the fingerprint), replacing the map it had there and keeping every other entry and
+    level."""
     if level not in LEVELS:
         raise UnknownNameError("level", level, LEVELS)
-    path = Path(SCALES_FILE if path is None else path)
+    path = Path(scales_file_for(fingerprint) if path is None else path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     data = {m: [dict(e) for e in entries] for m, entries in read_scales(path).items()}
     key = entry_key(fingerprint)
     entries = data.setdefault(metric, [])

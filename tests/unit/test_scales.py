@@ -143,3 +143,19 @@ def test_every_metric_ships_a_calibrated_scale():
                 if level in entry:
                     cdf = EmpiricalCdf.from_json(entry[level], member=metric)
                     assert cdf.n >= 1000 and entry[level]["command"].startswith(f"dialeval calibrate --metric {metric}")
+
+
+def test_a_users_checkpoint_gets_its_map_in_the_users_file_never_in_the_package(scales_file, tmp_path, monkeypatch):
+    """The shipped checkpoints' maps live in the package; a map fitted for another checkpoint goes to the user's
+    file ($DIALEVAL_SCALES_FILE), and a lookup finds both."""
+    user = tmp_path / "user" / "scales.json"
+    monkeypatch.setenv(scales.USER_SCALES_ENV, str(user))
+    before = scales_file.read_text()
+    mine = {"checkpoint": "/runs/lengths/best", "checkpoint_sha256": "abc"}
+    assert scales.scales_file_for(mine) == user and scales.scales_file_for({"checkpoint": "default"}) == scales_file
+    assert scales.write_scale("lengths", mine, "turn", CDF, "dialeval calibrate --metric lengths --checkpoint x") == user
+    assert scales_file.read_text() == before
+    assert scales.scale_map("lengths", mine, "turn") == CDF  # from the user's file
+    assert scales.scale_map("lengths", {"setting": "a"}, "turn") == CDF  # from the package's
+    with pytest.raises(CalibrationError, match="dialeval calibrate --metric lengths"):
+        scales.scale_map("lengths", {**mine, "checkpoint_sha256": "other"}, "turn")
