@@ -176,13 +176,15 @@ def encoder_record(name_or_path: str | os.PathLike | None) -> dict[str, str]:
     return {"name": encoder_name(path), "sha256": weights_sha256(path)}
 
 
-def base_encoder_fields(name_or_path: str | os.PathLike | None) -> dict[str, Any]:
+def base_encoder_fields(name_or_path: str | os.PathLike | None,
+                        model_types: Sequence[str] = ("bert",)) -> dict[str, Any]:
     """What a model that fine-tunes encoder ``name_or_path`` (GRADE, RADE, the AMR evaluator and its parser: their
-    custom code builds a ``BertModel`` and takes its weights from ``base_encoder``) records of it in its config:
-    ``base_encoder`` (its name, :func:`encoder_name`), ``base_encoder_sha256`` and ``encoder_config`` (its BERT
-    config; None for the bundled MiniLM, whose fields the configurations hold literally). Refuses an encoder that is
-    not a BERT model, or that is not local (an encoder package or a folder: the model code loads its weights
-    offline)."""
+    custom code builds the encoder and takes its weights from ``base_encoder``) records of it in its config:
+    ``base_encoder`` (its name, :func:`encoder_name`), ``base_encoder_sha256`` and ``encoder_config`` (its config,
+    ``model_type`` included; None for the bundled MiniLM, whose fields the configurations hold literally). Refuses an
+    encoder whose model type is not one of ``model_types`` (those the model code builds: BERT for RADE and the AMR
+    models, BERT and MPNet for GRADE), or that is not local (an encoder package or a folder: the model code loads its
+    weights offline)."""
     from transformers import AutoConfig
 
     path, local = resolve_encoder_path(name_or_path)
@@ -193,9 +195,10 @@ def base_encoder_fields(name_or_path: str | os.PathLike | None) -> dict[str, Any
     encoder_config = None
     if record["name"] != DEFAULT_ENCODER_PACKAGE:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
-        if config.model_type != "bert":
+        if config.model_type not in model_types:
+            kinds = " or ".join({"bert": "BERT", "mpnet": "MPNet"}.get(t, repr(t)) for t in model_types)
             raise DialevalError(f"encoder {record['name']} is a {config.model_type!r} model: this recipe fine-tunes "
-                                "a BERT encoder (its model builds a BertModel)")
+                                f"a {kinds} encoder (the model types its model builds)")
         encoder_config = config.to_dict()
     return {"base_encoder": record["name"], "base_encoder_sha256": record["sha256"], "encoder_config": encoder_config}
 

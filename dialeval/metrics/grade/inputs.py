@@ -1,5 +1,8 @@
 """Model inputs for GRADE: tokenised ``[CLS] context [SEP] response [SEP]`` plus the keyword topic graph.
 
+The special tokens around the two sides are the encoder tokenizer's own pair template (:func:`pair_template`):
+``[CLS] context [SEP] response [SEP]`` for a BERT tokenizer, ``<s> context </s></s> response </s>`` for MPNet's.
+
 One place builds a batch of model inputs, for training and scoring alike, so both see exactly the same
 preprocessing: the two most recent context turns (GRADE is trained on two-turn contexts) joined by a space,
 pair truncation to ``max_seq_length`` that cuts the longer side first and keeps the end of the context, and the
@@ -34,6 +37,22 @@ def context_window(turns: Sequence[str]) -> list[str]:
     return list(turns[-CONTEXT_TURNS:])
 
 
+def pair_template(tokenizer) -> tuple[list[int], list[int], list[int]]:
+    """The special token ids that ``tokenizer`` puts before, between and after the two sides of a pair (BERT's
+    ``[CLS]``, ``[SEP]``, ``[SEP]``; MPNet's ``<s>``, ``</s> </s>``, ``</s>``), read off its own encoding of a pair
+    (its special-tokens mask), so that no encoder's ids are written here."""
+    encoded = tokenizer("a", "b", return_special_tokens_mask=True)
+    ids, special = encoded["input_ids"], encoded["special_tokens_mask"]
+    sides = [i for i in range(len(ids)) if not special[i]]
+    starts = [i for i in sides if i == 0 or special[i - 1]]  # the first token of each side
+    if len(starts) != 2:
+        raise ValueError(f"tokenizer {type(tokenizer).__name__} does not encode a pair as two sides among special "
+                         f"tokens (ids {ids}, special-tokens mask {special})")
+    first_end = next(i for i in range(starts[0], len(ids)) if special[i])
+    second_end = next((i for i in range(starts[1], len(ids)) if special[i]), len(ids))
+    return ids[:starts[0]], ids[first_end:starts[1]], ids[second_end:]
+
+
 class GradeInputBuilder:
     """Turns (context turns, response) pairs into a model-ready batch; graph features are cached per pair."""
 
@@ -42,20 +61,30 @@ class GradeInputBuilder:
         self.tokenizer = tokenizer
         self.featurizer = featurizer
         self.max_seq_length = max_seq_length
+        self.template = pair_template(tokenizer)
+        if tokenizer.pad_token_id is None:
+            raise ValueError(f"tokenizer {type(tokenizer).__name__} has no padding token (pad_token_id)")
+        self.pad_id = tokenizer.pad_token_id
         self.use_graph = use_graph
         self.cache_size = cache_size
         self._graph_cache: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
         self.truncated = 0  # pairs cut to max_seq_length since the last reset (the caller resets it)
         self.truncated_items: list[int] = []  # their places in the calls to :meth:`prepare` since then
 
+    @property
+    def special_tokens(self) -> int:
+        """Special tokens around a pair (BERT: 3, MPNet: 4)."""
+        return sum(map(len, self.template))
+
     def token_ids(self, context: Sequence[str], response: str) -> tuple[list[int], int]:
-        """Token ids of ``[CLS] context [SEP] response [SEP]``; the context keeps its end when cut. A pair that has
-        to be cut adds one to :attr:`truncated`."""
+        """Token ids of ``[CLS] context [SEP] response [SEP]`` (the tokenizer's :func:`pair_template`) and the length
+        of its context segment (everything before the response's first token); the context keeps its end when cut.
+        A pair that has to be cut adds one to :attr:`truncated`."""
         # Both sides are tokenised whole and cut below, so transformers' warning about a sequence longer than the
         # model's maximum (verbose=True) would be wrong here: nothing that long reaches the model.
         ctx = self.tokenizer(" ".join(context), add_special_tokens=False, verbose=False)["input_ids"]
         rsp = self.tokenizer(response, add_special_tokens=False, verbose=False)["input_ids"]
-        budget = self.max_seq_length - 3
+        budget = self.max_seq_length - self.special_tokens
         if len(ctx) + len(rsp) > budget:
             self.truncated += 1
             while len(ctx) + len(rsp) > budget:  # longest first, as BERT's pair truncation
@@ -63,8 +92,8 @@ class GradeInputBuilder:
                     ctx = ctx[1:]
                 else:
                     rsp = rsp[:-1]
-        cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
-        return [cls, *ctx, sep, *rsp, sep], len(ctx) + 2
+        before, between, after = self.template
+        return [*before, *ctx, *between, *rsp, *after], len(before) + len(ctx) + len(between)
 
     def graphs(self, pairs: Sequence[tuple[Sequence[str], str]]) -> list[dict[str, Any]]:
         """Graph features per (context window, response); uncached pairs are featurised in one spaCy pass."""
@@ -98,7 +127,7 @@ class GradeInputBuilder:
         """Pad prepared items to ``width`` tokens (default: the longest) and batch their graphs, padded to
         ``nodes`` node slots (default: the most nodes in the batch)."""
         width = width or max(len(it["ids"]) for it in items)
-        input_ids = torch.zeros(len(items), width, dtype=torch.long)
+        input_ids = torch.full((len(items), width), self.pad_id, dtype=torch.long)
         attention = torch.zeros(len(items), width, dtype=torch.long)
         types = torch.zeros(len(items), width, dtype=torch.long)
         for i, it in enumerate(items):

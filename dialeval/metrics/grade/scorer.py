@@ -52,9 +52,14 @@ class GradeScorer(LearnedScorer):
         self.inputs = GradeInputBuilder(tokenizer, featurizer, max_seq_length=cfg.max_seq_length, use_graph=cfg.use_graph)
 
     def load_model(self, path: Path) -> torch.nn.Module:
-        from ...modeling.grade import GradeModel
+        from ...backbone.encoder import resolve_encoder_path
+        from ...modeling.grade import GradeConfig, GradeModel
 
-        return load_pretrained(GradeModel, path, dtype=torch.float32)
+        # the frozen encoder layers a small checkpoint leaves out come from the folder its encoder's name resolves to
+        # (an installed named encoder's, e.g. all-mpnet-base-v2, which the model code cannot find by name)
+        base_encoder = GradeConfig.from_pretrained(path).base_encoder
+        folder = resolve_encoder_path(base_encoder)[0] if base_encoder else None
+        return load_pretrained(GradeModel, path, dtype=torch.float32, base_encoder_folder=folder)
 
     def _score_items(self, items: list[ScoringItem], *, batch_size: int, progress_bar: bool | None) -> np.ndarray:
         self.inputs.truncated, self.inputs.truncated_items = 0, []

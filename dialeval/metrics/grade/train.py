@@ -52,7 +52,7 @@ import numpy as np
 import torch
 
 from ...backbone import Encoder
-from ...backbone.encoder import base_encoder_fields, encoder_record
+from ...backbone.encoder import base_encoder_fields, encoder_record, resolve_encoder_path
 from ...ranking import auc
 from ...training import half_state_dict, replace_checkpoint, train, training_device
 from ...training.buckets import length_bucketed_batches
@@ -61,7 +61,15 @@ from ...training.prepared import write_manifest
 from ...training.recipe import RecipeRun, learning_rate_groups, run_recipe
 from .data import PairTable, build_pairs, context_windows, with_extra_negatives
 from .features import GraphFeaturizer
-from .inputs import CONTEXT_TURNS, GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder, base_tokenizer, to_device
+from .inputs import (
+    CONTEXT_TURNS,
+    GRAPH_DIR,
+    KEYWORDS_FILE,
+    GradeInputBuilder,
+    base_tokenizer,
+    pair_template,
+    to_device,
+)
 from .keywords import KeywordExtractor
 from .options import GradeTrainingOptions
 from .tables import GraphTables
@@ -113,10 +121,16 @@ def prepare(opts: GradeTrainingOptions) -> dict[str, Any]:
 
 
 def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
-    from dialeval.modeling.grade import GradeConfig, GradeModel, base_encoder_state_dict
+    from dialeval.modeling.grade import (
+        ENCODER_TYPES,
+        GradeConfig,
+        GradeModel,
+        base_encoder_state_dict,
+        is_adapter_weight,
+    )
 
     config = GradeConfig(
-        **base_encoder_fields(opts.encoder),
+        **base_encoder_fields(opts.encoder, model_types=ENCODER_TYPES),
         node_feature_dim=node_feature_dim,
         trainable_encoder_layers=opts.trainable_encoder_layers,
         max_seq_length=opts.max_seq_length,
@@ -128,8 +142,11 @@ def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
     )
     torch.manual_seed(opts.seed)
     model = GradeModel(config)
-    missing, unexpected = model.load_state_dict(base_encoder_state_dict(config.base_encoder), strict=False)
-    not_encoder = [k for k in missing if k.startswith("encoder.")]
+    # the encoder's folder, which its recorded name may not lead the model code to (an installed named encoder)
+    folder = resolve_encoder_path(opts.encoder)[0]
+    missing, unexpected = model.load_state_dict(base_encoder_state_dict(folder), strict=False)
+    # every encoder weight comes from the encoder, but the new adapters (--lora-rank)
+    not_encoder = [k for k in missing if k.startswith("encoder.") and not is_adapter_weight(k)]
     if not_encoder or unexpected:
         raise RuntimeError(f"base encoder did not fit: missing {not_encoder[:5]}, unexpected {unexpected[:5]}")
     model.freeze_encoder()
@@ -175,8 +192,8 @@ def save_small_checkpoint(model, path: Path, resources_dir: Path) -> None:
 
 def row_lengths(texts: list[str], arrays: dict[str, np.ndarray], tokenizer, max_seq_length: int) -> np.ndarray:
     """Tokens of each pair of ``arrays`` (one split of a :class:`~dialeval.metrics.grade.data.PairTable`): those of
-    the longer of its positive and its negative input, each ``[CLS] context [SEP] response [SEP]`` of the last two
-    context turns cut to ``max_seq_length`` (each text tokenised once, a context's turns apart). ``--length-buckets``
+    the longer of its positive and its negative input, each ``[CLS] context [SEP] response [SEP]`` (the tokenizer's
+    :func:`~dialeval.metrics.grade.inputs.pair_template`) of the last two context turns cut to ``max_seq_length`` (each text tokenised once, a context's turns apart). ``--length-buckets``
     sorts by it: on the full training set, batches of pairs of similar length by this key held 108 tokens per pair
     (positive and negative input as padded) against 121 sorted by the two inputs' sum and 196 in plain random
     batches, for 97 real ones."""
@@ -185,8 +202,9 @@ def row_lengths(texts: list[str], arrays: dict[str, np.ndarray], tokenizer, max_
     counts = np.zeros(len(texts), dtype=np.int64)
     ids = tokenizer([texts[i] for i in used], add_special_tokens=False, verbose=False)["input_ids"]
     counts[used] = [len(row) for row in ids]
+    special = sum(map(len, pair_template(tokenizer)))
     context = counts[np.asarray(arrays["context"])[:, -CONTEXT_TURNS:]].sum(axis=1)
-    return np.maximum(*(np.minimum(context + counts[np.asarray(arrays[side])] + 3, max_seq_length)
+    return np.maximum(*(np.minimum(context + counts[np.asarray(arrays[side])] + special, max_seq_length)
                         for side in ("positive", "negative")))
 
 
