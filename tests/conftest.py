@@ -154,6 +154,35 @@ def write_tiny_encoder(folder: Path, *, seed: int = 0) -> Path:
     return folder
 
 
+def write_tiny_mpnet_encoder(folder: Path, *, seed: int = 0) -> Path:
+    """A tiny MPNet encoder (32-d, 2 layers; all-mpnet-base-v2's architecture in small: relative position bias, no
+    token types) with an MPNet tokenizer over the bundled MiniLM's word pieces and MPNet's special tokens (``<s>``
+    0, ``<pad>`` 1, ``</s>`` 2, as all-mpnet-base-v2's), saved into ``folder`` as a model folder that ``--encoder``
+    takes; ``seed`` sets its random weights."""
+    import torch
+    from transformers import AutoTokenizer, MPNetConfig, MPNetModel, MPNetTokenizer
+
+    from dialeval.backbone import default_encoder_path
+
+    pieces = AutoTokenizer.from_pretrained(default_encoder_path(), local_files_only=True).get_vocab()
+    vocab = {token: i for i, token in enumerate(["<s>", "<pad>", "</s>", "<unk>",
+                                                 *sorted(pieces, key=pieces.get), "<mask>"])}
+    tokenizer = MPNetTokenizer(vocab=vocab, unk_token="[UNK]")
+    torch.manual_seed(seed)
+    model = MPNetModel(MPNetConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                   intermediate_size=64, max_position_embeddings=130, pad_token_id=1,
+                                   bos_token_id=0, eos_token_id=2), add_pooling_layer=False)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_mpnet_encoder(tmp_path_factory) -> Path:
+    """A tiny MPNet encoder folder (:func:`write_tiny_mpnet_encoder`), for ``--encoder`` in tests."""
+    return write_tiny_mpnet_encoder(tmp_path_factory.mktemp("tiny_mpnet_encoder"))
+
+
 @pytest.fixture(scope="session")
 def tiny_encoder(tmp_path_factory) -> Path:
     """A tiny BERT encoder folder (:func:`write_tiny_encoder`), for ``--encoder`` in tests."""

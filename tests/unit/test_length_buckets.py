@@ -103,13 +103,17 @@ TINY_ENCODER = {"vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 2, "n
 
 
 class _Tokenizer:
-    """Word ids from a fixed vocabulary (what GradeInputBuilder and RadeInputBuilder ask of a tokenizer)."""
+    """Word ids from a fixed vocabulary (what GradeInputBuilder and RadeInputBuilder ask of a tokenizer); a pair is
+    BERT's ``[CLS] a [SEP] b [SEP]``."""
 
     cls_token_id, sep_token_id, pad_token_id = 1, 2, 0
 
-    def __call__(self, texts, add_special_tokens=False, verbose=False):
+    def __call__(self, texts, pair=None, add_special_tokens=False, verbose=False, return_special_tokens_mask=False):
         def ids(text):
             return [3 + sum(map(ord, w)) % 90 for w in text.split()]
+        if pair is not None:
+            a, b = ids(texts), ids(pair)
+            return {"input_ids": [1, *a, 2, *b, 2], "special_tokens_mask": [1, *[0] * len(a), 1, *[0] * len(b), 1]}
         return {"input_ids": [ids(t) for t in texts] if isinstance(texts, list) else ids(texts)}
 
 

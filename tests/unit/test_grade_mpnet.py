@@ -1,0 +1,138 @@
+"""GRADE on an MPNet encoder (issue 48: all-mpnet-base-v2's architecture, here a tiny one): the recipe builds its
+text encoder from the encoder's config, takes its weights, reads pairs in the tokenizer's own template, runs the
+trained top layers from the frozen-layer cache as the whole encoder runs, and adapts it with LoRA."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from dialeval.metrics.grade import train as grade_train
+from dialeval.metrics.grade.inputs import GradeInputBuilder, base_tokenizer, pair_template
+from dialeval.metrics.grade.options import GradeTrainingOptions
+from dialeval.training.frozen_cache import FrozenStateCache
+
+PAIRS = [(["Do you like the sea?", "I swim every summer there."], "Yes, the water is warm in July."),
+         (["Hi.", "Hi there."], "Hello!"),
+         (["Can you help me cook dinner tonight?", "Of course."], "A soup with carrots, onions and some chicken."),
+         (["The train is late.", "Again?"], "Let us drink a coffee while we wait for it.")]
+
+
+def _model(encoder, tmp_path, **options):
+    opts = GradeTrainingOptions(output_dir=str(tmp_path), encoder=str(encoder), max_seq_length=32, use_graph=False,
+                                **options)
+    return grade_train.build_model(opts, node_feature_dim=8)
+
+
+def _builder(encoder, max_seq_length: int = 32) -> GradeInputBuilder:
+    return GradeInputBuilder(base_tokenizer(str(encoder)), None, max_seq_length=max_seq_length, use_graph=False)
+
+
+def test_the_recipe_builds_an_mpnet_encoder_with_the_encoders_weights(tiny_mpnet_encoder, tmp_path):
+    from transformers import AutoModel, MPNetModel
+
+    model = _model(tiny_mpnet_encoder, tmp_path).eval()
+    assert model.config.encoder_type == "mpnet" and isinstance(model.encoder, MPNetModel)
+    assert not model.encoder_token_types
+    tiny = load_file(tiny_mpnet_encoder / "model.safetensors")
+    encoder_state = model.encoder.state_dict()
+    for name in ("embeddings.word_embeddings.weight", "encoder.relative_attention_bias.weight",
+                 "encoder.layer.1.attention.attn.q.weight"):
+        assert torch.equal(encoder_state[name], tiny[name]), name
+    batch = _builder(tiny_mpnet_encoder).batch(PAIRS)
+    reference = AutoModel.from_pretrained(tiny_mpnet_encoder).eval()
+    with torch.no_grad():
+        ours = model.encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        theirs = reference(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    real = batch["attention_mask"].bool()
+    torch.testing.assert_close(ours[real], theirs[real])
+
+
+def test_pairs_take_the_tokenizers_own_template_and_padding(tiny_mpnet_encoder, tiny_encoder):
+    mpnet, bert = (base_tokenizer(str(folder)) for folder in (tiny_mpnet_encoder, tiny_encoder))
+    assert pair_template(mpnet) == ([0], [2, 2], [2])  # <s> context </s></s> response </s>
+    assert pair_template(bert) == ([bert.cls_token_id], [bert.sep_token_id], [bert.sep_token_id])
+    builder = _builder(tiny_mpnet_encoder, max_seq_length=64)
+    context, response = PAIRS[0]
+    ids, first_len = builder.token_ids(context, response)
+    assert ids == mpnet(" ".join(context), response)["input_ids"]  # uncut: exactly the tokenizer's pair encoding
+    assert ids[first_len - 2:first_len] == [2, 2] and builder.special_tokens == 4
+    batch = builder.batch(PAIRS[:2])
+    short = int(batch["attention_mask"][1].sum())
+    assert (batch["input_ids"][1, short:] == mpnet.pad_token_id).all() and mpnet.pad_token_id == 1
+    cut = _builder(tiny_mpnet_encoder, max_seq_length=12)
+    ids, _ = cut.token_ids(context, response)
+    assert len(ids) == 12 and ids[0] == 0 and ids[-1] == 2 and cut.truncated == 1
+
+
+def test_the_frozen_cache_gives_the_loss_and_gradients_of_the_whole_encoder(tiny_mpnet_encoder, tmp_path):
+    model = _model(tiny_mpnet_encoder, tmp_path, trainable_encoder_layers=1).eval()  # dropout off: comparable
+    assert model.frozen_layers() == 1
+    builder = _builder(tiny_mpnet_encoder)
+    pos = builder.batch(PAIRS)
+    neg = builder.batch([(c, r) for (c, _), (_, r) in zip(PAIRS, PAIRS[1:] + PAIRS[:1])])
+    cache = FrozenStateCache(model.frozen_states)
+
+    def loss_and_grads(cached: bool):
+        model.zero_grad()
+        inputs = [dict(x, frozen_states=cache.states(x["input_ids"], x["attention_mask"],
+                                                     token_type_ids=x["token_type_ids"])) if cached else x
+                  for x in (pos, neg)]
+        loss = grade_train.pair_loss(model(**inputs[0]), model(**inputs[1]), "both")
+        loss.backward()
+        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    whole, whole_grads = loss_and_grads(cached=False)
+    cached, cached_grads = loss_and_grads(cached=True)
+    torch.testing.assert_close(cached, whole, atol=1e-6, rtol=1e-5)
+    assert set(cached_grads) == set(whole_grads) and any(n.startswith("encoder.encoder.layer.1.") for n in whole_grads)
+    for name, grad in whole_grads.items():
+        torch.testing.assert_close(cached_grads[name], grad, atol=1e-6, rtol=1e-4, msg=name)
+    assert cache.misses == 8 and cache.hits == 0
+    again, _ = loss_and_grads(cached=True)  # every row kept: nothing computed again
+    assert cache.hits == 8 and torch.equal(again, cached)
+
+
+@pytest.mark.parametrize("kind", ["mpnet", "bert"])
+def test_lora_adapts_every_projection_and_starts_as_the_base(kind, tiny_mpnet_encoder, tiny_encoder, tmp_path):
+    """--lora-rank on both encoder types (the recipe's model once refused its own new adapters as missing weights)."""
+    from dialeval.modeling.grade import LoRALinear
+
+    encoder = tiny_mpnet_encoder if kind == "mpnet" else tiny_encoder
+    plain = _model(encoder, tmp_path).eval()
+    adapted = _model(encoder, tmp_path, lora_rank=2, trainable_encoder_layers=0).eval()
+    names = sorted(n for n, m in adapted.encoder.named_modules() if isinstance(m, LoRALinear))
+    first = "encoder.layer.0.attention.attn.q" if kind == "mpnet" else "encoder.layer.0.attention.self.query"
+    assert len(names) == 6 * 2 and first in names and adapted.frozen_layers() == 0
+    # the heads differ (the adapters drew from the seed first): take plain's, the adapters keep their start
+    assert adapted.load_state_dict(plain.state_dict(), strict=False).unexpected_keys == []
+    batch = _builder(encoder).batch(PAIRS)
+    with torch.no_grad():
+        torch.testing.assert_close(adapted(**batch).score, plain(**batch).score)
+    trained = {n for n, p in adapted.named_parameters() if p.requires_grad and n.startswith("encoder.")}
+    assert trained and all(n.rsplit(".", 1)[1] in ("lora_A", "lora_B") for n in trained)
+
+
+def test_a_small_mpnet_checkpoint_fills_its_frozen_layers_from_the_encoder_folder(tiny_mpnet_encoder, tmp_path):
+    from dialeval.modeling.grade import GradeModel
+
+    model = _model(tiny_mpnet_encoder, tmp_path).eval()
+    model.save_pretrained(tmp_path / "small", trainable_only=True)
+    loaded, info = GradeModel.from_pretrained(tmp_path / "small", output_loading_info=True,
+                                              base_encoder_folder=str(tiny_mpnet_encoder))
+    assert "encoder.encoder.relative_attention_bias.weight" in info["filled_from_base_encoder"]
+    batch = _builder(tiny_mpnet_encoder).batch(PAIRS)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.eval()(**batch).score, model(**batch).score)
+
+
+def test_grade_refuses_an_encoder_type_its_model_does_not_build(tmp_path):
+    from transformers import DistilBertConfig, DistilBertModel
+
+    from dialeval.errors import DialevalError
+
+    DistilBertModel(DistilBertConfig(vocab_size=50, dim=8, n_layers=1, n_heads=2, hidden_dim=16)).save_pretrained(
+        tmp_path / "distil")
+    with pytest.raises(DialevalError, match="'distilbert' model: this recipe fine-tunes a BERT or MPNet encoder"):
+        _model(tmp_path / "distil", tmp_path)
