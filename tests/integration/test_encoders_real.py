@@ -32,3 +32,36 @@ def test_mpnet_encodes_meaning_and_batch_invariantly(mpnet_folder, one_torch_thr
     assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.3
     alone = e.embed([texts[2]])
     assert torch.equal(alone[0], e.embed(texts)[2])
+
+
+def test_grade_builds_on_it_and_runs_its_top_layers_from_the_frozen_states(mpnet_folder, one_torch_thread, tmp_path):
+    """GRADE's recipe model on all-mpnet-base-v2 (issue 48): every encoder weight taken, the encoder's output that of
+    the MPNetModel itself, the trained top layers from the frozen states as the whole encoder runs, and a small
+    checkpoint filled from the installed folder."""
+    from transformers import AutoModel
+
+    from dialeval.metrics.grade import train as grade_train
+    from dialeval.metrics.grade.inputs import GradeInputBuilder, base_tokenizer
+    from dialeval.metrics.grade.options import GradeTrainingOptions
+    from dialeval.modeling.grade import GradeModel
+
+    opts = GradeTrainingOptions(output_dir=str(tmp_path), encoder=NAME, use_graph=False)
+    model = grade_train.build_model(opts, node_feature_dim=50).eval()  # raises if a weight does not fit
+    config = model.config
+    assert (config.encoder_type, config.base_encoder) == ("mpnet", NAME)
+    assert config.base_encoder_sha256 == enc.ENCODERS[NAME].weights_sha256 and model.frozen_layers() == 10
+    batch = GradeInputBuilder(base_tokenizer(NAME), None, use_graph=False).batch(
+        [(["How are you?", "Fine, and you?"], "I am well, thanks."), (["Hi."], "Hello there, nice to meet you!")])
+    reference = AutoModel.from_pretrained(mpnet_folder).eval()
+    real = batch["attention_mask"].bool()
+    with torch.no_grad():
+        ours = model.encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        theirs = reference(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        torch.testing.assert_close(ours[real], theirs[real])
+        states = model.frozen_states(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        whole = model(**batch).score
+        torch.testing.assert_close(model(**batch, frozen_states=states).score, whole)
+    model.save_pretrained(tmp_path / "small", trainable_only=True, half=True)
+    loaded = GradeModel.from_pretrained(tmp_path / "small", base_encoder_folder=str(mpnet_folder)).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.float()(**batch).score, whole, atol=1e-2, rtol=0)
