@@ -193,7 +193,8 @@ def save_small_checkpoint(model, path: Path, resources_dir: Path) -> None:
 def row_lengths(texts: list[str], arrays: dict[str, np.ndarray], tokenizer, max_seq_length: int) -> np.ndarray:
     """Tokens of each pair of ``arrays`` (one split of a :class:`~dialeval.metrics.grade.data.PairTable`): those of
     the longer of its positive and its negative input, each ``[CLS] context [SEP] response [SEP]`` (the tokenizer's
-    :func:`~dialeval.metrics.grade.inputs.pair_template`) of the last two context turns cut to ``max_seq_length`` (each text tokenised once, a context's turns apart). ``--length-buckets``
+    :func:`~dialeval.metrics.grade.inputs.pair_template`) of the last two context turns cut to ``max_seq_length``
+    (each text tokenised once, a context's turns apart). ``--length-buckets``
     sorts by it: on the full training set, batches of pairs of similar length by this key held 108 tokens per pair
     (positive and negative input as padded) against 121 sorted by the two inputs' sum and 196 in plain random
     batches, for 97 real ones."""
