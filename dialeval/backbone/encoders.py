@@ -22,7 +22,6 @@ cosines, normalise where they compute).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -34,11 +33,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..digest import sha256_file
 from ..errors import DialevalError, UnknownNameError
 from ..paths import cache_dir
 
 __all__ = ["ENCODERS", "EncoderNotInstalled", "EncoderInstallError", "NamedEncoder", "install_encoder",
-           "installed_folder", "named_encoder", "sha256_of", "weights_sha256"]
+           "installed_folder", "named_encoder", "weights_sha256"]
 
 #: written beside an installed encoder's files when it passed its checks (what was installed, from where)
 INSTALL_RECORD = "dialeval-install.json"
@@ -122,14 +122,6 @@ def _known(name: str) -> NamedEncoder:
     return entry
 
 
-def sha256_of(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def install_root() -> Path:
     return cache_dir("encoders")
 
@@ -159,7 +151,7 @@ def weights_sha256(folder: str | os.PathLike) -> str:
         return json.loads(record.read_text())["weights_sha256"]
     for candidate in (WEIGHTS_FILE, "pytorch_model.bin"):
         if (folder / candidate).is_file():
-            return sha256_of(folder / candidate)
+            return sha256_file(folder / candidate)
     raise FileNotFoundError(f"{folder} holds no {WEIGHTS_FILE} or pytorch_model.bin")
 
 
@@ -209,7 +201,7 @@ def _finish(entry: NamedEncoder, staged: Path, *, origin: str) -> Path:
     if not weights.is_file():
         raise EncoderInstallError(f"the {entry.name!r} folder has no {WEIGHTS_FILE} (got: "
                                   f"{', '.join(sorted(p.name for p in staged.iterdir()))})")
-    digest = sha256_of(weights)
+    digest = sha256_file(weights)
     if digest != entry.weights_sha256:
         raise EncoderInstallError(f"{entry.name!r} from {origin}: {WEIGHTS_FILE} has sha256 {digest}, expected "
                                   f"{entry.weights_sha256}; nothing was installed")

@@ -18,7 +18,6 @@ prepared in place by the training command itself (the one-machine route).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import platform
 from collections.abc import Callable, Iterable
@@ -26,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..digest import sha256_file
 from ..errors import DialevalError
 
 MANIFEST_FILE = "prepared.json"
@@ -52,14 +52,6 @@ def load_records(path: str | Path, make: Callable[[dict[str, Any]], Any]) -> lis
 
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         return [make(row) for row in map(json.loads, fh)]
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def package_versions() -> dict[str, str | None]:

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from dialeval.backbone import encoders as enc
+from dialeval.digest import sha256_file
 from dialeval.backbone.encoder import Encoder, encoder_name
 
 NAME = "all-mpnet-base-v2"
@@ -19,7 +20,7 @@ def mpnet_folder():
 
 
 def test_installed_weights_are_the_pinned_ones(mpnet_folder):
-    assert enc.sha256_of(mpnet_folder / enc.WEIGHTS_FILE) == enc.ENCODERS[NAME].weights_sha256
+    assert sha256_file(mpnet_folder / enc.WEIGHTS_FILE) == enc.ENCODERS[NAME].weights_sha256
     assert encoder_name(mpnet_folder) == NAME
 
 

