@@ -10,7 +10,8 @@ Every correlation benchmark shares one schema (:data:`~dialeval.benchmarks.commo
 :mod:`dialeval.benchmarks.common`. The builders read the real data from the data directory
 (:func:`dialeval.paths.resolve_data_dir`); nothing is downloaded, so everything works offline. Built datasets are
 cached under ``cache_dir`` (default: the ``datasets`` cache) keyed on the data directory and the content of the
-source files.
+source files. The CCC chit-chat corpus, a training corpus that comes from an optional package rather than the data
+directory, has its own loader: :func:`dialeval.benchmarks.chitchat.load_chitchat`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .common import (
     BenchmarkDataError,
     BenchmarkInfo,
     DialevalBuilder,
+    build_split,
 )
 from .dailydialog import DailyDialog, DailyDialogPP
 from .fed import DIALOGUE_ASPECTS as FED_DIALOGUE_ASPECTS
@@ -175,12 +177,4 @@ def load_benchmark(name: str, *, split: str = "test", data_dir: str | os.PathLik
     info = benchmark_info(name)
     if split not in info.splits:
         raise ValueError(f"{name} has no split {split!r}; splits: {', '.join(info.splits)}")
-    builder = benchmark_builder(name, data_dir=data_dir, cache_dir=cache_dir)
-    try:
-        builder.download_and_prepare()
-    except datasets.exceptions.DatasetGenerationError as err:
-        cause = err.__cause__
-        if isinstance(cause, (BenchmarkDataError, FileNotFoundError)):
-            raise cause from None
-        raise
-    return builder.as_dataset(split=split)
+    return build_split(benchmark_builder(name, data_dir=data_dir, cache_dir=cache_dir), split)

@@ -318,3 +318,16 @@ class DialevalBuilder(datasets.GeneratorBasedBuilder):
 
     def _generate_examples(self, split: str):
         yield from enumerate(self.rows(split))
+
+
+def build_split(builder: DialevalBuilder, split: str) -> datasets.Dataset:
+    """Prepare ``builder`` (or reuse its cache) and return ``split``; malformed or missing source data raises its
+    own :class:`BenchmarkDataError` / FileNotFoundError rather than ``datasets``' wrapper."""
+    try:
+        builder.download_and_prepare()
+    except datasets.exceptions.DatasetGenerationError as err:
+        cause = err.__cause__
+        if isinstance(cause, (BenchmarkDataError, FileNotFoundError)):
+            raise cause from None
+        raise
+    return builder.as_dataset(split=split)

@@ -68,3 +68,23 @@ def test_rade_splits_keep_contexts_and_swapped_pairs_together(data_dir, name):
     assert abs(len(contexts["train"]) / total - train / (train + validation + test)) < 0.05
     assert sum(ds.num_rows for ds in splits.values()) == {"rade_chitchat": 2590, "rade_emotion": 4822,
                                                           "rade_persona": 4800}[name]
+
+
+def test_chitchat_corpus_from_the_installed_package():
+    pytest.importorskip("chitchat_dataset", reason="the chitchat corpus is not installed: pip install "
+                                                   "'dialeval[chitchat]' (or pip install --no-deps chitchat-dataset)")
+    import json
+
+    from dialeval.benchmarks.chitchat import SOURCE_FILE, chitchat_folder, load_chitchat
+
+    raw = json.loads((chitchat_folder() / SOURCE_FILE).read_text(encoding="utf-8"))
+    messages = [m for chat in raw.values() for group in chat["messages"] for m in group]
+    assert len(raw) == 7168 and len(messages) == 258145  # the package's own statistics
+    splits = {s: load_chitchat(s) for s in ("train", "validation")}
+    assert len(splits["validation"]) == 717 and len(splits["train"]) == 7168 - 717
+    rows = [row for ds in splits.values() for row in ds]
+    assert sum(sum(r["messages"]) for r in rows) == sum(bool(m["text"].strip()) for m in messages)
+    for r in rows:  # turns alternate between the speakers; a chat of one sender id is one turn
+        assert all(a != b for a, b in zip(r["speakers"], r["speakers"][1:])) and max(r["speakers"]) <= 1
+        assert len(r["utterances"]) == len(r["speakers"]) == len(r["messages"])
+        assert all(u.strip() == u and u for u in r["utterances"])
