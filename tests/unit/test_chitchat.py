@@ -1,4 +1,5 @@
-"""The CCC chit-chat corpus as a builder (turns, speakers, split, bad data, missing package), on a tiny fake
+"""The CCC chit-chat corpus as a builder (turns, speakers, split, bad data, missing package) and as DynaEval's
+second training corpus (``--corpus``: the pairs, the statistics, the manifest and the refusal), on a tiny fake
 ``chitchat_dataset`` package: the real one is not installed by the test command."""
 
 from __future__ import annotations
@@ -7,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import TINY_DIALOGUES, write_dailydialog
+from typer.testing import CliRunner
 
 from dialeval.benchmarks.chitchat import (
     ChitChatNotInstalled,
@@ -16,6 +19,12 @@ from dialeval.benchmarks.chitchat import (
     split_ids,
 )
 from dialeval.benchmarks.common import BenchmarkDataError
+from dialeval.cli import app
+from dialeval.metrics.dynaeval.data import PairSet
+from dialeval.metrics.dynaeval.options import DynaEvalTrainingOptions
+from dialeval.training.options import TrainingOptionsError
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 A, B = "11111111-aaaa", "22222222-bbbb"
 
@@ -55,6 +64,7 @@ def fake_corpus() -> dict[str, dict]:
     data = {f"chat-{i:02d}": chat(turns) for i, turns in enumerate(CHATS)}
     data["one-sender"] = {"messages": [[message("hello?", A), message("anyone there?", A)]]}
     data["short"] = chat(["hi", "hello", "bye"])
+    data["long"] = chat([f"turn {k} of a long chat" for k in range(65)])  # windows of 30, 30 and 5 turns
     # an empty message between two of one sender's groups (the file splits no run into two groups otherwise)
     data["empty-message"] = {"messages": [[message("hi", A)], [message("hey", B), message("how are you", B)],
                                           [message("   ", A)], [message("good", B), message("you?", B)],
@@ -133,9 +143,110 @@ def test_bad_data_names_the_conversation_and_the_field(tmp_path):
         load_chitchat("train", data_dir=tmp_path)
 
 
+def test_long_dialogues_are_cut_into_windows():
+    from dialeval.metrics.dynaeval.data import dialogue_windows
+
+    assert dialogue_windows([3, 4, 30, 31, 34, 65]) == [(1, 0, 4), (2, 0, 30), (3, 0, 30), (4, 0, 30), (4, 30, 34),
+                                                       (5, 0, 30), (5, 30, 60), (5, 60, 65)]
+    assert dialogue_windows([9], min_utterances=2, max_utterances=4) == [(0, 0, 4), (0, 4, 8)]
+
+
 def test_a_missing_package_names_the_install_command(monkeypatch):
     import dialeval.benchmarks.chitchat as chitchat
 
     monkeypatch.setattr(chitchat, "find_spec", lambda name: None)
     with pytest.raises(ChitChatNotInstalled, match=r"pip install 'dialeval\[chitchat\]'"):
         load_chitchat("train")
+
+
+# -- DynaEval's --corpus ----------------------------------------------------------------------------------------------
+
+
+def test_corpus_option_defaults_to_dailydialog_and_refuses_unknown_names(tmp_path):
+    opts = DynaEvalTrainingOptions(output_dir=str(tmp_path))
+    assert opts.corpus == "dailydialog" and opts.preparation_options()["corpus"] == "dailydialog"
+    assert DynaEvalTrainingOptions(output_dir=str(tmp_path), corpus="dailydialog, chitchat").corpus_list == (
+        "dailydialog", "chitchat")
+    for bad in ("dailydialog,persona", "", "chitchat,chitchat"):
+        with pytest.raises(TrainingOptionsError, match="--corpus must name distinct corpora among dailydialog, "
+                                                       "chitchat"):
+            DynaEvalTrainingOptions(output_dir=str(tmp_path), corpus=bad).check()
+
+
+@pytest.fixture
+def dailydialog(tmp_path) -> Path:
+    d = TINY_DIALOGUES
+    return write_dailydialog(tmp_path / "data", {"train": d * 2, "validation": d[:4], "test": d[3:]})
+
+
+def invoke(out: Path, data: Path, *extra: str):
+    return CliRunner().invoke(app, ["train", "dynaeval", "--output-dir", str(out), "--data-dir", str(data),
+                                    "--perturbations", "4", "--device", "cpu", "--threads", "1", *extra])
+
+
+def test_dynaeval_prepares_pairs_from_both_corpora(fake_package, dailydialog, tmp_path):
+    out = tmp_path / "both"
+    res = invoke(out, dailydialog, "--corpus", "dailydialog,chitchat", "--prepare-only")
+    assert res.exit_code == 0, res.output
+    stats = json.loads((out / "corpus_stats.json").read_text())
+    train_ids = set(load_chitchat("train")["dialogue_id"])
+    assert "long" in train_ids  # (the fixed split puts it there)
+    kept = train_ids - {"one-sender", "short", "long"} | {"long/0", "long/30", "long/60"}  # two speakers, 4-30 turns
+    assert stats["chitchat_train"] == {
+        "dialogues": len(train_ids), "two_speakers": len(train_ids) - 1, "kept_4_to_30": len(kept) - 3,
+        "longer_than_30": 1, "windows": 3, "used": len(kept), "pairs": stats["chitchat_train"]["pairs"],
+        "messages_kept": stats["chitchat_train"]["messages_kept"], "utterances": stats["chitchat_train"]["utterances"],
+        "unique_texts": stats["chitchat_train"]["unique_texts"]}
+    assert stats["train"]["used"] == 12 and set(stats) == {"train", "chitchat_train", "validation", "test"}
+
+    pairs = PairSet.load(out / "pairs_train.npz")
+    by_corpus = {"dailydialog": [p for p in pairs.pairs if p.dialogue_id.startswith("train-")],
+                 "chitchat": [p for p in pairs.pairs if not p.dialogue_id.startswith("train-")]}
+    assert len(by_corpus["dailydialog"]) + len(by_corpus["chitchat"]) == len(pairs.pairs)
+    assert {p.dialogue_id for p in by_corpus["chitchat"]} == kept
+    assert len(by_corpus["chitchat"]) == stats["chitchat_train"]["pairs"] > 0
+    chitchat_texts = {pairs.texts[t] for p in by_corpus["chitchat"] for t in p.original}
+    windows = {p.dialogue_id: [pairs.texts[t] for t in p.original] for p in by_corpus["chitchat"]
+               if p.dialogue_id.startswith("long/")}
+    assert windows["long/30"] == [f"turn {k} of a long chat" for k in range(30, 60)] and len(windows["long/60"]) == 5
+    originals = {p.dialogue_id: p.original for p in by_corpus["chitchat"]}
+    assert stats["chitchat_train"]["utterances"] == sum(len(d) for d in originals.values())
+    raw = fake_corpus()
+    assert stats["chitchat_train"]["messages_kept"] == 65 + sum(  # the long chat: one message a turn
+        bool(m["text"].strip()) for i in kept if "/" not in i for group in raw[i]["messages"] for m in group)
+    for p in by_corpus["chitchat"]:  # a replacement comes from the same corpus
+        assert {pairs.texts[t] for t in p.perturbed} <= chitchat_texts
+    # DailyDialog's pairs are those of a run on it alone
+    alone = tmp_path / "alone"
+    assert invoke(alone, dailydialog, "--prepare-only").exit_code == 0
+    only = PairSet.load(alone / "pairs_train.npz")
+    text = lambda s, d: tuple(s.texts[t] for t in d)  # noqa: E731
+    assert [(p.dialogue_id, p.kind, text(pairs, p.a), text(pairs, p.b), p.label) for p in by_corpus["dailydialog"]] \
+        == [(p.dialogue_id, p.kind, text(only, p.a), text(only, p.b), p.label) for p in only.pairs]
+    for split in ("validation", "test"):
+        assert (out / f"pairs_{split}.npz").read_bytes() == (alone / f"pairs_{split}.npz").read_bytes()
+
+    manifest = json.loads((out / "prepared.json").read_text())
+    assert manifest["options"]["corpus"] == "dailydialog,chitchat"
+    assert str(fake_package / "dataset.json") in manifest["data"]
+
+    # a run prepared with other corpora is refused in one line naming the option
+    refused = invoke(alone, dailydialog, "--corpus", "dailydialog,chitchat")
+    assert refused.exit_code == 2, refused.output
+    lines = refused.output.strip().splitlines()
+    assert len(lines) == 1 and "corpus='dailydialog' (now 'dailydialog,chitchat')" in lines[0], refused.output
+    # a folder prepared before --corpus existed is DailyDialog's
+    manifest = json.loads((alone / "prepared.json").read_text())
+    del manifest["options"]["corpus"]
+    (alone / "prepared.json").write_text(json.dumps(manifest))
+    assert invoke(alone, dailydialog, "--corpus", "chitchat").exit_code == 2
+    assert invoke(alone, dailydialog, "--prepare-only").exit_code == 0
+
+
+def test_chitchat_without_the_package_is_one_line_with_the_install_command(dailydialog, tmp_path, monkeypatch):
+    import dialeval.benchmarks.chitchat as chitchat
+
+    monkeypatch.setattr(chitchat, "find_spec", lambda name: None)
+    res = invoke(tmp_path / "run", dailydialog, "--corpus", "dailydialog,chitchat", "--prepare-only")
+    assert res.exit_code == 2, res.output
+    assert res.output.strip().splitlines()[-1].startswith("error: ") and "dialeval[chitchat]" in res.output

@@ -22,7 +22,9 @@ Each dialogue yields up to ``perturbations`` distinct perturbed copies, split ev
 4 utterances: one alternative per speaker) simply has fewer pairs. Each pair
 is stored in a random order with ``label`` = the position (0 or 1) of the original, so both orders occur, as in the
 original's pair files. DailyDialog has no speaker labels: speakers alternate by position (A, B, A, ...), in the
-original and in every perturbed copy.
+original and in every perturbed copy. A second training corpus (``--corpus``, the CCC chit-chat corpus) gives
+dialogues of the same form; each corpus is perturbed among its own dialogues and the pair sets are then merged
+(:func:`merge_pair_sets`).
 
 Everything is deterministic given the seed: each dialogue draws from its own generator seeded with
 ``(seed, split, dialogue index)``.
@@ -79,6 +81,22 @@ def filter_dialogues(dialogues: Sequence[Sequence[str]], min_utterances: int = M
                      max_utterances: int = MAX_UTTERANCES) -> list[int]:
     """Indices of the dialogues with ``min_utterances`` to ``max_utterances`` utterances."""
     return [i for i, d in enumerate(dialogues) if min_utterances <= len(d) <= max_utterances]
+
+
+def dialogue_windows(lengths: Sequence[int], min_utterances: int = MIN_UTTERANCES,
+                     max_utterances: int = MAX_UTTERANCES) -> list[tuple[int, int, int]]:
+    """``(dialogue index, start, end)`` of the training dialogues a corpus of long chats gives: a dialogue of
+    ``min_utterances`` to ``max_utterances`` whole, a longer one cut into consecutive windows of ``max_utterances``
+    (a last window shorter than ``min_utterances`` left out), a shorter one nothing. A window of a two-speaker
+    dialogue still alternates speakers by position."""
+    out = []
+    for i, n in enumerate(lengths):
+        if n > max_utterances:
+            out += [(i, start, min(start + max_utterances, n)) for start in range(0, n, max_utterances)
+                    if min(start + max_utterances, n) - start >= min_utterances]
+        elif n >= min_utterances:
+            out.append((i, 0, n))
+    return out
 
 
 def _split_code(split: str) -> int:
@@ -321,6 +339,21 @@ def build_pairs(dialogues: Sequence[Sequence[str]], ids: Sequence[str], *, split
             label = int(rng.integers(2))
             a, b = (dialogue, new) if label == 0 else (new, dialogue)
             pairs.append(DialoguePair(ident, kind, a, b, label))
+    return PairSet(texts, pairs)
+
+
+def merge_pair_sets(sets: Sequence[PairSet]) -> PairSet:
+    """The pairs of ``sets`` in order, over one text table: the distinct texts in order of first appearance (a text
+    two sets share gets one id). One set comes back as it is."""
+    if len(sets) == 1:
+        return sets[0]
+    texts = unique_texts([s.texts for s in sets])
+    table = {t: i for i, t in enumerate(texts)}
+    pairs = []
+    for s in sets:
+        ids = [table[t] for t in s.texts]
+        pairs += [DialoguePair(p.dialogue_id, p.kind, tuple(ids[t] for t in p.a), tuple(ids[t] for t in p.b), p.label)
+                  for p in s.pairs]
     return PairSet(texts, pairs)
 
 

@@ -8,6 +8,7 @@ from typing import ClassVar
 from ...training.options import EncoderOptions, TrainingOptions, TrainingOptionsError, option
 
 ALL, NONE = 0, -1  # dialogue limits
+CORPORA = ("dailydialog", "chitchat")  # training corpora (--corpus)
 
 
 def dialogue_limit(value: int) -> int | None:
@@ -17,10 +18,15 @@ def dialogue_limit(value: int) -> int | None:
 
 @dataclass(kw_only=True)
 class DynaEvalTrainingOptions(EncoderOptions, TrainingOptions):
-    """DynaEval on DailyDialog: utterance replacement + speaker-level shuffling, margin ranking loss, Adam."""
+    """DynaEval on DailyDialog (with --corpus, also the CCC chit-chat corpus): utterance replacement +
+    speaker-level shuffling, margin ranking loss, Adam."""
 
-    max_dialogues: int = option(ALL, min=0, help="Training dialogues sampled from DailyDialog train with 4-30 "
-                                                 "utterances (0: all, 10,245).")
+    corpus: str = option("dailydialog", help="Training corpora, comma-separated: dailydialog (DailyDialog train), "
+                                             "chitchat (the CCC chit-chat corpus's train split: two-speaker chats, "
+                                             "longer ones in windows of 30 turns; pip install "
+                                             "'dialeval[chitchat]'). Validation and test are DailyDialog's.")
+    max_dialogues: int = option(ALL, min=0, help="Training dialogues with 4-30 utterances, sampled from the --corpus "
+                                                 "dialogues together (0: all; DailyDialog has 10,245).")
     max_val_dialogues: int = option(500, min=0, help="Validation dialogues (0: all).")
     max_test_dialogues: int = option(500, min=NONE, help="Test dialogues for the final report (-1: none, 0: all).")
     perturbations: int = option(20, min=1, help="Perturbed copies per dialogue, split evenly over --strategies.")
@@ -48,11 +54,16 @@ class DynaEvalTrainingOptions(EncoderOptions, TrainingOptions):
     #: What decides the prepared pairs (``pairs_<split>.npz``): a prepared folder is refused by other values (the
     #: encoder: utterance replacement draws its neighbours by the encoder's cosine).
     PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed", "perturbations", "max_dialogues", "max_val_dialogues",
-                                                     "max_test_dialogues", "strategies", "similar_top_k", "encoder")
+                                                     "max_test_dialogues", "strategies", "similar_top_k", "encoder",
+                                                     "corpus")
 
     @property
     def strategy_list(self) -> tuple[str, ...]:
         return tuple(s.strip() for s in self.strategies.split(",") if s.strip())
+
+    @property
+    def corpus_list(self) -> tuple[str, ...]:
+        return tuple(c.strip() for c in self.corpus.split(",") if c.strip())
 
     def check(self) -> None:
         super().check()
@@ -62,3 +73,7 @@ class DynaEvalTrainingOptions(EncoderOptions, TrainingOptions):
             check_strategies(self.strategy_list)
         except ValueError as err:
             raise TrainingOptionsError(f"--strategies: {err}") from None
+        names = self.corpus_list
+        if not names or len(set(names)) != len(names) or any(c not in CORPORA for c in names):
+            raise TrainingOptionsError(f"--corpus must name distinct corpora among {', '.join(CORPORA)}, got "
+                                       f"{self.corpus!r}")

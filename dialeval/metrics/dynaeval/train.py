@@ -2,10 +2,13 @@
 
 Steps:
 1. **Preparation** (needs the data directory and ``datasets``; ``--prepare-only`` stops after it): DailyDialog
-   train / validation / test dialogues with 4-30 utterances, subsampled to ``max_dialogues`` /
-   ``max_val_dialogues`` / ``max_test_dialogues`` (seeded), and up to ``perturbations`` UR / SS perturbations each
-   (:mod:`~dialeval.metrics.dynaeval.data`), written as ``pairs_<split>.npz`` (texts once, pairs as text ids; 3.7 MB
-   for the three splits at the defaults) with ``corpus_stats.json``, then the manifest ``prepared.json``
+   train / validation / test dialogues with 4-30 utterances (training: those of every ``--corpus``; ``chitchat``
+   adds the two-speaker chats of the CCC corpus's train split, :mod:`dialeval.benchmarks.chitchat`, a chat of more
+   than 30 turns as consecutive windows of 30, :func:`chitchat_split`), subsampled to
+   ``max_dialogues`` / ``max_val_dialogues`` / ``max_test_dialogues`` (seeded), and up to ``perturbations`` UR / SS
+   perturbations each, within each corpus (:mod:`~dialeval.metrics.dynaeval.data`), written as
+   ``pairs_<split>.npz`` (texts once, pairs as text ids; 3.7 MB for the three splits at the defaults) with
+   ``corpus_stats.json`` (per corpus and split), then the manifest ``prepared.json``
    (:mod:`dialeval.training.prepared`), last. The ``hr`` strategy needs every utterance's nearest neighbours by the
    encoder's cosine: with it, preparation also encodes the utterances (into the cache of step 2, which training then
    reuses). A run folder that has a manifest is trained from, on any machine:
@@ -37,6 +40,7 @@ Defaults (every train dialogue, 20 perturbations: ~185k training pairs, ~78k uni
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -49,11 +53,14 @@ from ...training import recipe_batches, save_half_checkpoint, train, training_de
 from ...training.prepared import write_manifest
 from ...training.recipe import RecipeRun, run_recipe
 from .data import (
+    MAX_UTTERANCES,
     STRATEGIES,
     DialoguePair,
     PairSet,
     build_pairs,
+    dialogue_windows,
     filter_dialogues,
+    merge_pair_sets,
     nearest_texts,
     subsample,
     unique_texts,
@@ -76,11 +83,69 @@ def split_limits(opts: DynaEvalTrainingOptions) -> dict[str, int | None]:
             (("train", opts.max_dialogues), ("validation", opts.max_val_dialogues), ("test", opts.max_test_dialogues))}
 
 
-def prepare(opts: DynaEvalTrainingOptions) -> dict:
-    """Build the pairs of every split from DailyDialog and write them, the corpus statistics and (last) the
-    manifest into the run folder; returns the manifest."""
+@dataclass
+class CorpusSplit:
+    """The dialogues of one corpus's split that DynaEval may train on, with what preparation records of them."""
+
+    name: str  # the corpus (--corpus)
+    dialogues: list[list[str]]  # the kept ones (4-30 utterances; for chitchat two speakers, long chats in windows)
+    ids: list[str]
+    stats: dict[str, int]
+    source: Path  # the file read (for the manifest)
+
+
+def dailydialog_split(split: str, data_dir: Path) -> CorpusSplit:
     from ...benchmarks import load_benchmark
     from ...benchmarks.dailydialog import DD_SPLITS
+
+    ds = load_benchmark("dailydialog", split=split, data_dir=str(data_dir))
+    dialogues, ids = list(ds["utterances"]), list(ds["dialogue_id"])
+    kept = filter_dialogues(dialogues)
+    return CorpusSplit("dailydialog", [dialogues[i] for i in kept], [ids[i] for i in kept],
+                       {"dialogues": len(dialogues), "kept_4_to_30": len(kept)}, data_dir / DD_SPLITS[split])
+
+
+def chitchat_split(split: str) -> CorpusSplit:
+    """The chats of the CCC corpus's ``split`` (:mod:`dialeval.benchmarks.chitchat`) with two speakers: those of 4-30
+    turns whole, longer ones as consecutive windows of 30 turns (:func:`~.data.dialogue_windows`; ids
+    ``<chat id>/<first turn>``). A chat whose messages carry one sender id is one turn: the length rule leaves it
+    out too."""
+    from ...benchmarks.chitchat import SOURCE_FILE, chitchat_folder, load_chitchat
+
+    ds = load_chitchat(split)
+    dialogues, ids, speakers = list(ds["utterances"]), list(ds["dialogue_id"]), list(ds["speakers"])
+    messages = list(ds["messages"])
+    two = [i for i, s in enumerate(speakers) if max(s) == 1]
+    spans = [(two[k], start, end) for k, start, end in dialogue_windows([len(dialogues[i]) for i in two])]
+    whole = sum(end - start == len(dialogues[i]) for i, start, end in spans)
+    return CorpusSplit(
+        "chitchat", [dialogues[i][start:end] for i, start, end in spans],
+        [ids[i] if end - start == len(dialogues[i]) else f"{ids[i]}/{start}" for i, start, end in spans],
+        {"dialogues": len(dialogues), "two_speakers": len(two), "kept_4_to_30": whole,
+         "longer_than_30": sum(len(dialogues[i]) > MAX_UTTERANCES for i in two), "windows": len(spans) - whole,
+         "messages_kept": sum(sum(messages[i][start:end]) for i, start, end in spans)},
+        chitchat_folder() / SOURCE_FILE)
+
+
+def corpus_splits(opts: DynaEvalTrainingOptions, split: str, data_dir: Path) -> list[CorpusSplit]:
+    """The corpora a split draws from: training from every ``--corpus``, validation and test from DailyDialog."""
+    names = opts.corpus_list if split == "train" else ("dailydialog",)
+    return [dailydialog_split(split, data_dir) if name == "dailydialog" else chitchat_split(split) for name in names]
+
+
+def stats_key(corpus: str, split: str) -> str:
+    """The key of a corpus's split in ``corpus_stats.json``: DailyDialog's by the split alone, as before chitchat."""
+    return split if corpus == "dailydialog" else f"{corpus}_{split}"
+
+
+def prepare(opts: DynaEvalTrainingOptions) -> dict:
+    """Build the pairs of every split (training: from every ``--corpus``; validation and test: DailyDialog) and
+    write them, the corpus statistics and (last) the manifest into the run folder; returns the manifest.
+
+    The training dialogues of all corpora are subsampled together (``max_dialogues``); each corpus's dialogues are
+    then perturbed among themselves: UR draws its replacements, and HR its neighbours, from the same corpus, since
+    an utterance of another corpus would be told by its style alone (DailyDialog's edited prose beside chat typing).
+    """
     from ...paths import resolve_data_dir
 
     out = Path(opts.output_dir)
@@ -94,24 +159,33 @@ def prepare(opts: DynaEvalTrainingOptions) -> dict:
     for split, limit in split_limits(opts).items():
         pairs = PairSet([], [])
         if limit != 0:
-            ds = load_benchmark("dailydialog", split=split, data_dir=str(data_dir))
-            data_files.append(DD_SPLITS[split])
-            dialogues, ids = list(ds["utterances"]), list(ds["dialogue_id"])
-            kept = filter_dialogues(dialogues)
-            picked = subsample(kept, limit, seed=opts.seed, split=split)
-            chosen = [dialogues[i] for i in picked]
-            neighbours = None
-            if store is not None:
-                texts = unique_texts(chosen)
-                store.ensure(texts, desc=f"{split} utterance")
-                neighbours = nearest_texts(store.vectors(texts), opts.similar_top_k)
-            pairs = build_pairs(chosen, [ids[i] for i in picked], split=split, seed=opts.seed,
-                                perturbations=opts.perturbations, strategies=opts.strategy_list,
-                                neighbours=neighbours)
-            stats[split] = {"dialogues": len(dialogues), "kept_4_to_30": len(kept), "used": len(chosen),
-                            "utterances": sum(len(d) for d in chosen), "unique_texts": len(pairs.texts)}
+            corpora = corpus_splits(opts, split, data_dir)
+            data_files += [c.source for c in corpora]
+            owner = [k for k, c in enumerate(corpora) for _ in c.dialogues]
+            picked = subsample(range(len(owner)), limit, seed=opts.seed, split=split)
+            sets, at = [], 0
+            for k, corpus in enumerate(corpora):
+                chosen = [i - at for i in picked if owner[i] == k]
+                at += len(corpus.dialogues)
+                dialogues = [corpus.dialogues[i] for i in chosen]
+                neighbours = None
+                if store is not None:
+                    texts = unique_texts(dialogues)
+                    store.ensure(texts, desc=f"{split} utterance")
+                    neighbours = nearest_texts(store.vectors(texts), opts.similar_top_k)
+                # DailyDialog's draws are seeded by the split alone, as before other corpora
+                stream = split if corpus.name == "dailydialog" else f"{corpus.name}/{split}"
+                made = build_pairs(dialogues, [corpus.ids[i] for i in chosen], split=stream, seed=opts.seed,
+                                   perturbations=opts.perturbations, strategies=opts.strategy_list,
+                                   neighbours=neighbours)
+                sets.append(made)
+                stats[stats_key(corpus.name, split)] = {
+                    **corpus.stats, "used": len(dialogues), "utterances": sum(len(d) for d in dialogues),
+                    "unique_texts": len(made.texts), "pairs": len(made.pairs)}
+            pairs = merge_pair_sets(sets)
         if split in ("train", "validation") and not pairs.pairs:
-            raise ValueError(f"no {split} pairs: check the data directory ({data_dir}) and the dialogue limits")
+            raise ValueError(f"no {split} pairs: check the data directory ({data_dir}), --corpus and the dialogue "
+                             "limits")
         pairs.save(out / pairs_file(split))
         files.append(pairs_file(split))
     (out / CORPUS_STATS_FILE).write_text(json.dumps(stats, indent=1))
