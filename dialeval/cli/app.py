@@ -81,7 +81,9 @@ def _global_options(
     """Learned metrics for open-domain dialogue."""
 
 
-CHECKPOINT_HELP = "Learned metrics only: a checkpoint folder or training run folder (default: the shipped one)."
+CHECKPOINT_HELP = ("Learned metrics only: a shipped checkpoint's name (default, the MiniLM one; base, on "
+                   "all-mpnet-base-v2, where the metric ships one: `dialeval checkpoint list`), a checkpoint folder or a "
+                   "training run folder (default: default).")
 OPTION_HELP = ("A scorer setting KEY=VALUE, repeatable (e.g. turn_score=delta for dynaeval, hybrid=max for "
                "bert_ruber); VALUE is read as JSON when it parses (numbers, true, null), else as text.")
 

@@ -14,7 +14,8 @@ def export_command(
         "Learned metric, or the ensemble (dialeval list; those whose spec has an export)."))],
     output_dir: Annotated[Path, typer.Option(help="Folder to write (must not exist or be empty).")],
     checkpoint: Annotated[str, typer.Option(help=(
-        "'default' (the shipped checkpoint), a checkpoint folder or a training run folder."))] = "default",
+        "A shipped checkpoint's name ('default'; 'base' where the metric ships one: `dialeval checkpoint list`), "
+        "a checkpoint folder or a training run folder."))] = "default",
     namespace: Annotated[str, typer.Option(help=(
         "Hub user or organisation of the model repo: the card's code and model-index name <namespace>/<metric> "
         "(as `dialeval release --namespace`)."))] = "dialeval",

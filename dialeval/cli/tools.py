@@ -1,5 +1,5 @@
 """The commands beside scoring and training: ``dialeval bench ...`` (speed benchmarks), ``dialeval checkpoint ...``
-(changes to an existing checkpoint) and ``dialeval grade ...`` (GRADE's graph: coverage report, tables, node-embedding
+(the shipped checkpoints; changes to an existing checkpoint) and ``dialeval grade ...`` (GRADE's graph: coverage report, tables, node-embedding
 experiments).
 
 Each command parses its options and calls the library function that does the work (named in its help); the heavy
@@ -23,7 +23,8 @@ bench_app = typer.Typer(no_args_is_help=True, help=(
     "Correlations with human judgements: `dialeval benchmark`; items/s at 10^3..10^6 rows: "
     "`dialeval scale-benchmark`."))
 checkpoint_app = typer.Typer(no_args_is_help=True, help=(
-    "Work on a checkpoint folder in place: store it in float16, add calibration ranges, record how it was trained."))
+    "The shipped checkpoints (`list`: each metric's, by name), and work on a checkpoint folder in place: store it in "
+    "float16, add calibration ranges, record how it was trained."))
 grade_app = typer.Typer(no_args_is_help=True, help=(
     "GRADE's commonsense graph: coverage of its inputs, the graph tables, node-embedding experiments."))
 graph_app = typer.Typer(no_args_is_help=True, help=(
@@ -126,6 +127,19 @@ def bench_ensemble(
 
 
 # -- dialeval checkpoint ... -------------------------------------------------------------------------------------
+
+
+@checkpoint_app.command("list")
+def checkpoint_list() -> None:
+    """Each metric's shipped checkpoints, by the name that --checkpoint takes (default, base): the encoders each
+    records and whether they are installed, its size on disk, and the validation figure of its training.json
+    (dialeval.scoring.checkpoints.shipped_rows)."""
+    from ..scoring.checkpoints import shipped_rows
+
+    for row in shipped_rows():
+        encoders = "; ".join(f"{name} ({state})" for name, state in row["encoders"].items()) or "none"
+        typer.echo(f"{row['metric_dir']} {row['name']}: {row['bytes'] / 1e6:.1f} MB, encoder {encoders}, "
+                   f"validation {row['validation']}\n    {row['path']}")
 
 
 @checkpoint_app.command("half")

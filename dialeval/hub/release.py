@@ -126,7 +126,7 @@ def export_model(metric: str, checkpoint: str | os.PathLike | None, output_dir: 
                  namespace: str = "dialeval", overwrite: bool = False,
                  results: Sequence[dict] | None = None) -> Path:
     """The model repo folder of ``metric`` for ``<namespace>/<metric>``, what ``dialeval export`` and ``dialeval
-    release`` write: ``checkpoint`` (``None``/``"default"``: the shipped one; a folder; a training run folder)
+    release`` write: ``checkpoint`` (a shipped name, ``None``: ``"default"``; a folder; a training run folder)
     exported complete (:func:`~dialeval.scoring.export.export_checkpoint`) with its model card as
     :data:`~dialeval.hub.cards.MODEL_CARD_FILE` (:func:`~dialeval.hub.cards.exported_model_card`; ``results``: the
     stored results, else read). The card is built before the export, so missing results fail before any work, and

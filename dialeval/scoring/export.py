@@ -141,7 +141,7 @@ def exportable_metrics() -> list[str]:
 
 def export_source(metric: str, checkpoint: str | os.PathLike | None) -> Path:
     """The checkpoint folder an export of ``metric`` reads: ``checkpoint`` resolved as the metric's scorer resolves
-    it (``None``/``"default"``: the shipped one; a folder; a training run folder: its ``best/``). Refuses a metric
+    it (a shipped checkpoint's name, ``None``: ``"default"``; a folder; a training run folder: its ``best/``). Refuses a metric
     without an export (:func:`exportable_metrics`)."""
     if metric not in exportable_metrics():
         raise UnknownNameError("metric", metric, exportable_metrics(),
@@ -152,7 +152,7 @@ def export_source(metric: str, checkpoint: str | os.PathLike | None) -> Path:
 
 def export_checkpoint(metric: str, checkpoint: str | os.PathLike | None, output_dir: str | os.PathLike, *,
                       overwrite: bool = False, extra_files: Mapping[str, str] | None = None) -> Path:
-    """Write ``metric``'s ``checkpoint`` (``None``/``"default"``: the shipped one; a folder; a training run folder)
+    """Write ``metric``'s ``checkpoint`` (a shipped name, ``None``: ``"default"``; a folder; a training run folder)
     as a complete folder at ``output_dir`` (see the module docstring) and return its path.
 
     ``output_dir`` must not exist or be empty, unless ``overwrite`` (then it is replaced once the new folder is

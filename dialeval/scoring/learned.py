@@ -5,13 +5,16 @@ A :class:`LearnedScorer` subclass names its checkpoint folder and training comma
 a checkpoint folder, and implements ``_score_items`` (and ``_score_dialogues`` where it has a native dialogue
 score). The base class does the rest:
 
-* **checkpoint**: ``None``/``"default"`` is the one shipped in the package, a folder with ``config.json`` is a
-  checkpoint, a training run folder stands for its ``best/`` (:mod:`dialeval.scoring.checkpoints`);
+* **checkpoint**: a shipped checkpoint's name (``None``/``"default"``, ``"base"`` where the metric ships one), a
+  folder with ``config.json``, or a training run folder, which stands for its ``best/``
+  (:mod:`dialeval.scoring.checkpoints`);
 * **device**: one ``device`` argument (``None``: Accelerate's choice; one this machine lacks raises
   :class:`~dialeval.backbone.device.DeviceUnavailable` at load time), kept resolved in one attribute,
   :attr:`device`; :meth:`to` (and ``score(device=...)``) checks and moves the model and every encoder the scorer
   owns, and the metadata reports the device that was really used;
-* **signature**: the checkpoint's name and content hash plus the scorer's settings (:meth:`settings`);
+* **signature**: the checkpoint's name (a shipped one's: ``checkpoint:default``, ``checkpoint:base``; see
+  :func:`~dialeval.scoring.checkpoints.checkpoint_label`) and content hash plus the scorer's settings
+  (:meth:`settings`);
 * **batch-invariant forward passes**: :meth:`fixed_row_forward` runs a model over chunks of exactly
   :data:`~dialeval.backbone.batching.FORWARD_ROWS` rows, so an item's score never depends on its batch-mates.
 """
@@ -30,7 +33,7 @@ from ..backbone.batching import fixed_row_chunks, progress
 from ..backbone.device import resolve_device
 from ..backbone.encoder import Encoder, check_encoder
 from .base import Scorer
-from .checkpoints import checkpoint_fingerprint, resolve_checkpoint
+from .checkpoints import checkpoint_fingerprint, checkpoint_label, resolve_checkpoint
 
 
 def load_pretrained(model_class, path: Path, **kwargs):
@@ -99,8 +102,8 @@ class LearnedScorer(Scorer):
         return [v for v in vars(self).values() if isinstance(v, Encoder)]
 
     def fingerprint(self) -> dict[str, str]:
-        name = self.checkpoint.name if self.checkpoint.name not in ("best", "") else str(self.checkpoint)
-        return {"checkpoint": name, "checkpoint_sha256": self._checkpoint_sha256, **self.settings()}
+        return {"checkpoint": checkpoint_label(self.checkpoint), "checkpoint_sha256": self._checkpoint_sha256,
+                **self.settings()}
 
     def to(self, device: str | torch.device | None) -> "LearnedScorer":
         """Move the model and every encoder this scorer owns to ``device`` (``None``: Accelerate's choice); a device

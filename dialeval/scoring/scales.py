@@ -5,10 +5,11 @@ and negative, RADE's runs from 1 to 5. The **calibrated** scale maps it to its p
 way bert_score rescales with a baseline): 0.5 is a score as good as the median human reply of DailyDialog
 validation, 0.9 one better than nine human replies in ten. The map is an :class:`EmpiricalCdf` (the class the
 ensemble calibrates its members with) fitted per metric, checkpoint and setting by ``dialeval calibrate --metric M``
-(:mod:`dialeval.evaluation.calibrate`) and stored in a JSON file: the maps of the shipped checkpoints (and of the
-metrics without one) in the package, :data:`SCALES_FILE`; those of any other checkpoint (a user's own training run)
-in the user's file, :func:`user_scales_file` (``$DIALEVAL_SCALES_FILE``, else ``scales.json`` in dialeval's cache),
-so that fitting one never writes into an installed package. A lookup reads both.
+(:mod:`dialeval.evaluation.calibrate`) and stored in a JSON file: the maps of the shipped checkpoints (by any shipped
+name: ``default``, ``base``) and of the metrics without one in the package, :data:`SCALES_FILE`; those of any other
+checkpoint (a user's own training run) in the user's file, :func:`user_scales_file` (``$DIALEVAL_SCALES_FILE``, else
+``scales.json`` in dialeval's cache), so that fitting one never writes into an installed package. A lookup reads
+both.
 
 The file maps each metric to a list of entries, one per fitted checkpoint and settings; an entry holds the scorer's
 fingerprint without the checkpoint's name (its content hash and settings: the same weights read from another folder
@@ -33,6 +34,7 @@ from typing import Any
 from ..errors import UnknownNameError
 from ..paths import cache_dir
 from .calibration import CalibrationError, EmpiricalCdf
+from .checkpoints import is_shipped_label
 
 __all__ = ["DEFAULT_ITEMS", "DEFAULT_SCALE", "LEVELS", "SCALES", "SCALES_FILE", "USER_SCALES_ENV", "calibrate_command",
            "check_scale", "entry_key", "read_scales", "scale_map", "scales_file_for", "user_scales_file", "with_scale",
@@ -55,9 +57,11 @@ def user_scales_file() -> Path:
 
 
 def scales_file_for(fingerprint: Mapping[str, str]) -> Path:
-    """Where the map of a scorer with ``fingerprint`` is stored: :data:`SCALES_FILE` for a shipped checkpoint
-    (``checkpoint`` is ``default``) or a metric without one, :func:`user_scales_file` for any other checkpoint."""
-    return SCALES_FILE if str(fingerprint.get("checkpoint", "default")) == "default" else user_scales_file()
+    """Where the map of a scorer with ``fingerprint`` is stored: :data:`SCALES_FILE` for a shipped checkpoint (its
+    ``checkpoint`` is a shipped name, ``default`` or ``base``: :func:`~.checkpoints.is_shipped_label`) or a metric
+    without one, :func:`user_scales_file` for any other checkpoint."""
+    shipped = "checkpoint" not in fingerprint or is_shipped_label(str(fingerprint["checkpoint"]))
+    return SCALES_FILE if shipped else user_scales_file()
 
 
 def check_scale(scale: str) -> None:

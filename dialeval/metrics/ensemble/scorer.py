@@ -53,7 +53,7 @@ from ...backbone.device import resolve_device
 from ...errors import InputError, UnknownNameError
 from ...schema import Dialogue, ScoringItem
 from ...scoring.base import Scorer, quiet_truncation
-from ...scoring.checkpoints import checkpoint_fingerprint, resolve_checkpoint
+from ...scoring.checkpoints import checkpoint_fingerprint, checkpoint_label, resolve_checkpoint
 from .checkpoint import EnsembleConfig, MemberSetConfig
 from .members import (
     changed_fields,
@@ -131,8 +131,8 @@ class EnsembleScorer(Scorer):
 
     # -- Scorer -------------------------------------------------------------------------------------------------
     def fingerprint(self) -> dict[str, str]:
-        name = self.checkpoint.name if self.checkpoint.name not in ("best", "") else str(self.checkpoint)
-        out = {"checkpoint": name, "checkpoint_sha256": self._checkpoint_sha256, "member_set": self.member_set}
+        out = {"checkpoint": checkpoint_label(self.checkpoint), "checkpoint_sha256": self._checkpoint_sha256,
+               "member_set": self.member_set}
         if self.pseudo_references is not None:
             out["pseudo_references"] = str(self.pseudo_references)
         # the names, and a hash of the identities in full (self.identities): the signature stays one short line
