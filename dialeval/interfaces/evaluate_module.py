@@ -3,7 +3,8 @@
 ``evaluate.load("metrics/grade", config_name=...)`` copies only ``metrics/grade/grade.py`` into its cache, so that
 file holds what is particular to the metric (its card text, citation, input features, scorer name) and subclasses
 :class:`DialevalMetric`, imported from the installed package. The base class loads the scorer once for the
-module's ``config_name`` (``"default"`` or a checkpoint folder) and returns ``scores``, ``mean_score`` and
+module's ``config_name`` (a shipped checkpoint's name, ``"default"`` or ``"base"`` where the metric ships one, or
+a checkpoint folder) and returns ``scores``, ``mean_score`` and
 ``signature``, on the scale ``compute(scale=...)`` names (``"raw"`` by default, or ``"calibrated"``).
 """
 

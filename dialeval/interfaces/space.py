@@ -8,6 +8,10 @@ are plain functions of text, testable without gradio.
 Scales: the answer gives the metric's raw score and, for a metric with a fitted map (``dialeval calibrate``), the
 same score on the calibrated scale, its percentile among human replies (:mod:`dialeval.scoring.scales`).
 
+Checkpoints: a metric that ships more than one checkpoint (``default`` on MiniLM, ``base`` on all-mpnet-base-v2:
+:func:`~dialeval.scoring.checkpoints.shipped_names`) gets a menu of them after the text boxes, ``default`` chosen;
+each is loaded when first asked for, and kept.
+
 Examples: a Space exported by ``dialeval release`` has an ``examples.json`` beside its ``app.py``, items of the
 benchmark data with their human ratings (:func:`write_examples`). Run from a checkout, where no such file exists,
 the app shows the bundled demo items instead and says so on the page.
@@ -24,7 +28,8 @@ from pathlib import Path
 
 from ..scoring.base import ScoreOutput, Scorer
 from ..scoring.calibration import CalibrationError
-from ..scoring.registry import all_specs, load_scorer, metric_spec
+from ..scoring.checkpoints import DEFAULT_CHECKPOINT, shipped_names
+from ..scoring.registry import all_specs, load_scorer, metric_spec, scorer_class
 
 __all__ = ["EXAMPLES_FILE", "FIELDS", "SPACES", "Example", "Space", "bundled_examples", "read_examples", "split_turns",
            "write_examples"]
@@ -110,7 +115,7 @@ class Space:
     score_label: str
     fields: tuple[str, ...] = ("context", "response")
     details: Mapping[str, str] = field(default_factory=dict)
-    _scorer: Scorer | None = field(default=None, init=False, repr=False)
+    _scorers: dict[str, Scorer] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.fields if name not in FIELDS]
@@ -148,25 +153,38 @@ class Space:
         lines += [f"{label}: {out.metadata[key][0]:.4f}" for label, key in self.details.items()]
         return "\n".join(lines) + f"\n\n{out.signature}"
 
-    def _scale(self, level: str) -> str:
-        """``calibrated`` where the scorer has a map for ``level``, else ``raw`` (the answer then gives the raw score
+    @staticmethod
+    def _scale(scorer: Scorer, level: str) -> str:
+        """``calibrated`` where ``scorer`` has a map for ``level``, else ``raw`` (the answer then gives the raw score
         only)."""
         try:
-            self._scorer.scale_map("calibrated", level)
+            scorer.scale_map("calibrated", level)
         except CalibrationError:
             return "raw"
         return "calibrated"
 
-    def answer(self, *texts: str) -> str:
-        """Score one form (the scorer is loaded on the first call and kept)."""
+    def checkpoints(self) -> list[str]:
+        """The names of the metric's shipped checkpoints, ``default`` first (none for a metric without any)."""
+        folder = getattr(scorer_class(self.metric), "checkpoint_dir", None)
+        return shipped_names(folder) if folder else []
+
+    def answer(self, *texts: str, checkpoint: str = DEFAULT_CHECKPOINT) -> str:
+        """Score one form with the shipped checkpoint ``checkpoint`` (each scorer is loaded on its first call and
+        kept)."""
         kwargs = self.request(*texts)
         if isinstance(kwargs, str):
             return kwargs
-        if self._scorer is None:
-            self._scorer = load_scorer(self.metric)
+        if checkpoint not in self._scorers:
+            options = {"checkpoint": checkpoint} if self.checkpoints() else {}
+            self._scorers[checkpoint] = load_scorer(self.metric, **options)
+        scorer = self._scorers[checkpoint]
         if "dialogues" in kwargs:
-            return self.report(self._scorer.score_dialogues(**kwargs, scale=self._scale("dialogue")))
-        return self.report(self._scorer.score(**kwargs, scale=self._scale("turn")))
+            return self.report(scorer.score_dialogues(**kwargs, scale=self._scale(scorer, "dialogue")))
+        return self.report(scorer.score(**kwargs, scale=self._scale(scorer, "turn")))
+
+    def answer_with_checkpoint(self, *inputs: str) -> str:
+        """:meth:`answer` for a form whose last input is the checkpoint menu."""
+        return self.answer(*inputs[:-1], checkpoint=inputs[-1])
 
     def examples(self, examples_file: str | os.PathLike | None) -> tuple[list[Example], str]:
         """The examples to show and a line saying where they come from: ``examples_file`` when it exists (an
@@ -178,15 +196,23 @@ class Space:
             "of the benchmark data with their human ratings instead)."
 
     def build(self, examples_file: str | os.PathLike | None = None):
-        """The gradio demo (``demo.launch()`` serves it), with the examples of :meth:`examples`."""
+        """The gradio demo (``demo.launch()`` serves it), with the examples of :meth:`examples` and, for a metric
+        that ships several checkpoints, a menu of them."""
         import gradio as gr
 
         examples, origin = self.examples(examples_file)
         notes = "\n".join(f"{i + 1}. {e.note}" for i, e in enumerate(examples))
-        boxes = [gr.Textbox(lines=FIELDS[name][1], label=FIELDS[name][0]) for name in self.fields]
-        return gr.Interface(fn=self.answer, inputs=boxes, outputs=gr.Textbox(label="Score"), title=self.title,
-                            description=self.description, examples=[list(e.inputs) for e in examples],
-                            article=f"{origin}\n\n{notes}", cache_examples=False, flagging_mode="never")
+        inputs = [gr.Textbox(lines=FIELDS[name][1], label=FIELDS[name][0]) for name in self.fields]
+        rows = [list(e.inputs) for e in examples]
+        fn = self.answer
+        if len(self.checkpoints()) > 1:
+            inputs.append(gr.Dropdown(choices=self.checkpoints(), value=DEFAULT_CHECKPOINT, label=(
+                "Checkpoint (default: all-MiniLM-L6-v2, fast; base: all-mpnet-base-v2, slower)")))
+            rows = [[*row, DEFAULT_CHECKPOINT] for row in rows]
+            fn = self.answer_with_checkpoint
+        return gr.Interface(fn=fn, inputs=inputs, outputs=gr.Textbox(label="Score"), title=self.title,
+                            description=self.description, examples=rows, article=f"{origin}\n\n{notes}",
+                            cache_examples=False, flagging_mode="never")
 
 
 class _SpacesFromSpecs(Mapping[str, Space]):

@@ -43,7 +43,7 @@ _ARGUMENTS = """\
 """
 
 _EXAMPLE = """\
-    >>> amr_eval = evaluate.load("metrics/amr_eval")  # config_name picks a checkpoint: "default" or a folder
+    >>> amr_eval = evaluate.load("metrics/amr_eval")  # config_name: a shipped checkpoint (default, base) or a folder
     >>> out = amr_eval.compute(predictions=["Sure, what time works for you?", "The printer is out of paper."],
     ...                        contexts=[["Want to get lunch?"], ["Want to get lunch?"]])
 """

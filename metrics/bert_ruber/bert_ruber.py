@@ -44,7 +44,7 @@ _ARGUMENTS = """\
 """
 
 _EXAMPLE = """\
-    >>> ruber = evaluate.load("metrics/bert_ruber")  # config_name picks a checkpoint: "default" or a folder path
+    >>> ruber = evaluate.load("metrics/bert_ruber")  # config_name: a shipped checkpoint (default, base) or a folder
     >>> out = ruber.compute(predictions=["Sure, what time works for you?", "I like trains."],
     ...                     contexts=[["Want to get lunch?"], ["Want to get lunch?"]],
     ...                     references=[["Yes! Where?"], ["Yes! Where?"]])

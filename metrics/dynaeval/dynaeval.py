@@ -34,7 +34,7 @@ _ARGUMENTS = """\
 """
 
 _EXAMPLE = """\
-    >>> dynaeval = evaluate.load("metrics/dynaeval")  # config_name picks a checkpoint: "default" or a folder path
+    >>> dynaeval = evaluate.load("metrics/dynaeval")  # config_name: a shipped checkpoint (default, base) or a folder
     >>> out = dynaeval.compute(dialogues=[["Want to get lunch?", "Yes, I'm starving!", "Pizza?", "Perfect."]])
 """
 

@@ -40,7 +40,7 @@ _ARGUMENTS = """\
 """
 
 _EXAMPLE = """\
-    >>> ensemble = evaluate.load("metrics/ensemble")  # config_name picks a checkpoint: "default" or a folder path
+    >>> ensemble = evaluate.load("metrics/ensemble")  # config_name: a shipped checkpoint (default, base) or a folder
     >>> out = ensemble.compute(predictions=["Sure, what time works for you?", "Bananas are yellow."],
     ...                        contexts=["Want to get lunch?", "Want to get lunch?"], member_set="fast")
 """

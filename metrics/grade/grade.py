@@ -32,7 +32,7 @@ _ARGUMENTS = """\
 """
 
 _EXAMPLE = """\
-    >>> grade = evaluate.load("metrics/grade")  # config_name picks a checkpoint: "default" or a folder path
+    >>> grade = evaluate.load("metrics/grade")  # config_name: a shipped checkpoint (default, base) or a folder
     >>> out = grade.compute(predictions=["Sure, what time works for you?"],
     ...                     contexts=[["Want to get lunch?", "I'm starving, yes!"]])
 """

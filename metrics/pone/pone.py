@@ -34,7 +34,7 @@ _ARGUMENTS = """\
 """
 
 _EXAMPLE = """\
-    >>> pone = evaluate.load("metrics/pone")  # config_name picks a checkpoint: "default" or a folder path
+    >>> pone = evaluate.load("metrics/pone")  # config_name: a shipped checkpoint (default, base) or a folder
     >>> out = pone.compute(predictions=["Sure, what time works for you?", "Bananas are yellow."],
     ...                    contexts=["Want to get lunch?", "Want to get lunch?"])
 """

@@ -36,7 +36,7 @@ _ARGUMENTS = """\
 """
 
 _EXAMPLE = """\
-    >>> rade = evaluate.load("metrics/rade")  # config_name picks a checkpoint: "default" or a folder path
+    >>> rade = evaluate.load("metrics/rade")  # config_name: a shipped checkpoint (default, base) or a folder
     >>> out = rade.compute(predictions=["Sure, what time works for you?", "I like trains."],
     ...                    contexts=[["Want to get lunch?"], ["Want to get lunch?"]],
     ...                    references=[["Yes! Where?"], ["Yes! Where?"]])

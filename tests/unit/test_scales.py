@@ -123,13 +123,13 @@ def test_the_space_shows_the_raw_and_the_calibrated_score(scales_file):
     from dialeval.interfaces.space import Space
 
     space = Space("lengths", title="t", description="d", score_label="length")
-    space._scorer = Lengths()
+    space._scorers["default"] = Lengths()
     answer = space.answer("hello", "one two three")
     assert answer.splitlines()[:2] == ["length: 3.0000",
                                        "calibrated: 0.5000 (higher than 50% of human replies in DailyDialog "
                                        "validation)"]
     assert answer.endswith("|scale:calibrated")
-    space._scorer = Lengths(setting="z")  # no map: the raw score alone
+    space._scorers["default"] = Lengths(setting="z")  # no map: the raw score alone
     assert space.answer("hello", "one two three").splitlines()[0] == "length: 3.0000"
 
 
