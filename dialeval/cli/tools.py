@@ -1,6 +1,6 @@
 """The commands beside scoring and training: ``dialeval bench ...`` (speed benchmarks), ``dialeval checkpoint ...``
-(the shipped checkpoints; changes to an existing checkpoint) and ``dialeval grade ...`` (GRADE's graph: coverage report, tables, node-embedding
-experiments).
+(the shipped checkpoints; changes to an existing checkpoint) and ``dialeval grade ...`` (GRADE's graph: coverage
+report, tables, node-embedding experiments).
 
 Each command parses its options and calls the library function that does the work (named in its help); the heavy
 modules are imported when a command runs, not when the command line starts.

@@ -177,7 +177,8 @@ def _validation(path: Path) -> str:
 
 def shipped_rows() -> list[dict[str, Any]]:
     """One row per shipped checkpoint, by metric folder and name (``dialeval checkpoint list``): its path, the
-    encoders it records and whether each is on this machine (:func:`encoder_state`), its size on disk and the validation headline of its ``training.json``."""
+    encoders it records and whether each is on this machine (:func:`encoder_state`), its size on disk and the
+    validation headline of its ``training.json``."""
     rows = []
     for metric_dir in sorted(p.name for p in shipped_root().iterdir() if p.is_dir()):
         for name in shipped_names(metric_dir):
