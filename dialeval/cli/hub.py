@@ -19,7 +19,9 @@ def _metrics(metric: Optional[str]) -> list[str]:
 @cards_app.command("collect")
 def collect_command(
     metric: Annotated[str, typer.Option(help="The learned metric whose card the results feed.")],
-    results: Annotated[list[Path], typer.Argument(help="JSON files written by `dialeval benchmark`.")],
+    results: Annotated[list[Path], typer.Argument(help=(
+        "JSON files written by `dialeval benchmark`: of the default checkpoints, and of another shipped one "
+        "(--checkpoint base, its own --output-dir) to compare with them."))],
 ) -> None:
     """Store the results (without per-item arrays) as hub_cards/results/<metric>.json."""
     from ..hub.cards import collect, results_path

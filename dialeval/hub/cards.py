@@ -20,8 +20,14 @@ code: its repo holds no model, only the config naming the metrics it combines. I
 and lists the members (:func:`combination_usage_section`): each with the checkpoint sha256 the config pins and the
 model repo of the release that holds that checkpoint.
 
-Only results of registered metrics are stored (no ``--label``), learned metrics on their shipped checkpoint
-(``checkpoint:default`` in the signature), so that the section can name the command that reproduces it.
+Only results of registered metrics are stored (no ``--label``), learned metrics on a checkpoint that ships with
+dialeval (``checkpoint:default``, or another shipped name such as ``checkpoint:base``, in the signature; never a
+folder), so that the section can name the command that reproduces it. The tables name a result of another shipped
+checkpoint by its metric and that name (``bert_ruber_unref [base]``, :func:`shown_metric`), and the section then
+compares it with the default checkpoint (:func:`checkpoint_comparison`: the main figure of each benchmark and the
+items/s of each run, from the ``metadata`` a stored result keeps: :data:`STORED_METADATA`). The card's completeness
+rule (the spec's ``card_benchmarks``) and the model card's ``model-index`` are about the default checkpoint, unless
+the exported checkpoint is another shipped one that the stored results measured.
 """
 
 from __future__ import annotations
@@ -37,11 +43,18 @@ from ..errors import DialevalError, InputFileError
 from ..evaluation import corpus_summary, markdown_report, read_results
 from ..evaluation.runner import comparison, rows_as_table
 from ..scoring.export import MODEL_LINE
-from ..scoring.registry import metric_spec
+from ..scoring.checkpoints import DEFAULT_CHECKPOINT, ENCODER_FIELDS, shipped_names
+from ..scoring.registry import metric_spec, scorer_class
 from ..scoring.spec import CombinationExportSpec, CombinationMember, ExportSpec
 
-#: Keys of a benchmark result that a card reads; the rest (per-item arrays, timing metadata) is not stored.
+#: Keys of a benchmark result that a card reads; the rest (per-item arrays) is not stored.
 STORED_KEYS = ("metric", "benchmark", "split", "level", "signature", "rows", "diagnostics")
+#: What a stored result keeps of the benchmark result's ``metadata``: the items scored and the seconds the scoring took
+#: (the card's items/s), and where it ran and with how many torch threads (these two when the file records them).
+#: Results collected before they were kept have no ``metadata``; a card that compares checkpoints needs it.
+STORED_METADATA = ("n_items", "seconds", "device", "threads")
+#: Of :data:`STORED_METADATA`, what every collected result must have.
+SPEED_KEYS = ("n_items", "seconds")
 #: Row fields no card shows (Kendall's tau, its p-value and CI), left out of the stored rows.
 DROPPED_ROW_PREFIX = "kendall_"
 #: Significant digits a stored number keeps (cards show three decimals; full float64 digits tripled the files).
@@ -85,10 +98,24 @@ def _signature_fields(signature: str) -> dict[str, str]:
     return dict(part.split(":", 1) for part in signature.split("|") if ":" in part)
 
 
+def result_checkpoint(res: dict[str, Any]) -> str:
+    """The checkpoint a result measured, as its signature names it (``default``, ``base``, or a folder's name or
+    path); ``default`` for a metric without a checkpoint (a baseline), whose result a card shows as it shows the
+    default checkpoint's."""
+    return _signature_fields(res["signature"]).get("checkpoint", DEFAULT_CHECKPOINT)
+
+
+def shown_metric(res: dict[str, Any]) -> str:
+    """How a card's tables name the metric of a result: its name for the default checkpoint, followed by the
+    checkpoint's name in brackets for another shipped one (``bert_ruber_unref [base]``)."""
+    checkpoint = result_checkpoint(res)
+    return res["metric"] if checkpoint == DEFAULT_CHECKPOINT else f"{res['metric']} [{checkpoint}]"
+
+
 def check_results(metric: str, results: Sequence[dict[str, Any]], known_metrics: Iterable[str], *,
                   source: str) -> None:
     """:class:`CardError` naming ``source`` and the result unless every result is of a registered metric (learned
-    ones on their shipped checkpoint) and ``metric`` itself is among them."""
+    ones on a checkpoint their metric ships by name) and ``metric`` itself is among them."""
     known = set(known_metrics)
     for i, res in enumerate(results):
         missing = [k for k in STORED_KEYS if k not in res]
@@ -97,10 +124,13 @@ def check_results(metric: str, results: Sequence[dict[str, Any]], known_metrics:
         if res["metric"] not in known:
             raise CardError(f"{source}: result {i} is of {res['metric']!r}, not a registered metric (a --label run?); "
                             "a card shows what `dialeval benchmark --metric <name>` reproduces")
-        checkpoint = _signature_fields(res["signature"]).get("checkpoint")
-        if checkpoint not in (None, "default"):
-            raise CardError(f"{source}: result {i} ({res['metric']} on {res['benchmark']}) was measured on checkpoint "
-                            f"{checkpoint!r}, not the shipped one")
+        checkpoint = result_checkpoint(res)
+        if checkpoint != DEFAULT_CHECKPOINT:
+            shipped = shipped_names(scorer_class(res["metric"]).checkpoint_dir)
+            if checkpoint not in shipped:
+                raise CardError(f"{source}: result {i} ({res['metric']} on {res['benchmark']}) was measured on "
+                                f"checkpoint {checkpoint!r}, not a shipped one ({', '.join(shipped)}: "
+                                "`--checkpoint <name>`)")
     if not any(res["metric"] == metric for res in results):
         raise CardError(f"{source}: no result of {metric!r} itself")
 
@@ -108,15 +138,24 @@ def check_results(metric: str, results: Sequence[dict[str, Any]], known_metrics:
 def collect(metric: str, paths: Sequence[str | os.PathLike], out: str | os.PathLike,
             known_metrics: Iterable[str]) -> list[dict[str, Any]]:
     """Merge the benchmark JSON files ``paths`` into ``out`` (what a card is rendered from), in the given order,
-    keeping :data:`STORED_KEYS`; the same metric measured twice on one benchmark split is refused."""
+    keeping :data:`STORED_KEYS` and :data:`STORED_METADATA`; the same metric and checkpoint measured twice on one
+    benchmark split is refused, and so is a result whose metadata lacks :data:`SPEED_KEYS`."""
     results, seen = [], {}
     for path in paths:
-        for res in read_results(path):
-            key = (res["metric"], res["benchmark"], res.get("split"))
+        for i, res in enumerate(read_results(path)):
+            key = (res["metric"], res["benchmark"], res.get("split"), result_checkpoint(res) if "signature" in res
+                   else DEFAULT_CHECKPOINT)
             if key in seen:
-                raise CardError(f"{path}: {key[0]} on {key[1]} ({key[2]}) is also in {seen[key]}; keep one")
+                raise CardError(f"{path}: {key[0]} on {key[1]} ({key[2]}, checkpoint {key[3]}) is also in "
+                                f"{seen[key]}; keep one")
             seen[key] = path
+            metadata = res.get("metadata") if isinstance(res.get("metadata"), dict) else {}
+            missing = [k for k in SPEED_KEYS if not isinstance(metadata.get(k), (int, float))]
+            if missing:
+                raise CardError(f"{path}: result {i} ({res['metric']} on {res['benchmark']}) has no "
+                                f"{' and '.join(f'metadata.{k}' for k in missing)} (what `dialeval benchmark` writes)")
             kept = {k: res.get(k) for k in STORED_KEYS}
+            kept["metadata"] = {k: metadata[k] for k in STORED_METADATA if k in metadata}
             kept["rows"] = [{k: v for k, v in row.items() if not k.startswith(DROPPED_ROW_PREFIX)}
                             for row in res["rows"]]
             results.append(rounded(kept))
@@ -142,7 +181,8 @@ def rounded(value: Any) -> Any:
 def load_results(metric: str, known_metrics: Iterable[str], root: str | os.PathLike | None = None
                  ) -> list[dict[str, Any]]:
     """The stored results a card is rendered from, checked (:func:`check_results`) and complete: ``metric`` is
-    measured on every benchmark of its spec's ``card_benchmarks``."""
+    measured on every benchmark of its spec's ``card_benchmarks`` on its default checkpoint (another shipped
+    checkpoint's results may cover the same benchmarks or fewer)."""
     path = results_path(metric, root)
     if not path.is_file():
         raise CardError(f"{path} does not exist: run `dialeval benchmark` and `dialeval cards collect --metric "
@@ -152,46 +192,134 @@ def load_results(metric: str, known_metrics: Iterable[str], root: str | os.PathL
     except InputFileError as err:
         raise CardError(str(err)) from None
     check_results(metric, results, known_metrics, source=str(path))
-    measured = {res["benchmark"] for res in results if res["metric"] == metric}
+    measured = {res["benchmark"] for res in results
+                if res["metric"] == metric and result_checkpoint(res) == DEFAULT_CHECKPOINT}
     missing = [name for name in metric_spec(metric).card_benchmarks if name not in measured]
     if missing:
-        raise CardError(f"{path}: no result of {metric!r} on {', '.join(missing)}, which its spec's "
-                        "card_benchmarks name: benchmark it there and collect again")
+        raise CardError(f"{path}: no result of {metric!r} on {', '.join(missing)} on its default checkpoint, which "
+                        "its spec's card_benchmarks name: benchmark it there and collect again")
     return results
 
 
 # -- the metric card's results section ------------------------------------------------------------------------------
 def reproduce_commands(results: Sequence[dict[str, Any]]) -> list[str]:
-    """``dialeval benchmark`` commands that produce ``results``: metrics measured on the same benchmarks share one."""
-    by_metric: dict[str, list[str]] = {}
+    """``dialeval benchmark`` commands that produce ``results``: metrics measured on the same benchmarks share one;
+    a metric measured on another shipped checkpoint has a command of its own (``--checkpoint`` takes one metric)
+    with ``--checkpoint <name> --output-dir runs/benchmark-<name>`` (its files have the default run's names)."""
+    runs: dict[tuple[str, str], list[str]] = {}
     for res in results:
-        by_metric.setdefault(res["metric"], []).append(res["benchmark"])
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for metric, benchmarks in by_metric.items():
-        groups.setdefault(tuple(dict.fromkeys(benchmarks)), []).append(metric)
+        runs.setdefault((res["metric"], result_checkpoint(res)), []).append(res["benchmark"])
+    groups: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
+    for (metric, checkpoint), benchmarks in runs.items():
+        own = "" if checkpoint == DEFAULT_CHECKPOINT else metric
+        groups.setdefault((checkpoint, tuple(dict.fromkeys(benchmarks)), own), []).append(metric)
     return [f"HF_HUB_OFFLINE=1 dialeval benchmark --metric {','.join(metrics)} --benchmark {','.join(benchmarks)}"
-            for benchmarks, metrics in groups.items()]
+            + ("" if checkpoint == DEFAULT_CHECKPOINT else
+               f" --checkpoint {checkpoint} --output-dir runs/benchmark-{checkpoint}")
+            for (checkpoint, benchmarks, _), metrics in groups.items()]
 
 
 def results_section(metric: str, results: Sequence[dict[str, Any]]) -> str:
     """The Markdown between :data:`BEGIN` and :data:`END`: the commands, the signature, the tables that
-    ``dialeval report`` prints (``--by-corpus`` included) and the diagnostics that ``dialeval benchmark`` prints."""
-    rows = [row for res in results for row in res["rows"]]
+    ``dialeval report`` prints (``--by-corpus`` included), the comparison of the default checkpoint with another
+    shipped one where results of one are stored (:func:`checkpoint_comparison`) and the diagnostics that
+    ``dialeval benchmark`` prints. Results of another shipped checkpoint are named by :func:`shown_metric`."""
+    rows = [dict(row, metric=shown_metric(res)) for res in results for row in res["rows"]]
     signatures = list(dict.fromkeys(res["signature"] for res in results if res["metric"] == metric))
+    several = len({result_checkpoint(res) for res in results if res["metric"] == metric}) > 1
     lines = ["Rendered by `dialeval cards render` from `hub_cards/results/" + metric + ".json`, which "
              "`dialeval cards collect` wrote from the output of:", "", "```bash"]
     lines += reproduce_commands(results)
-    lines += ["```", "", "(1,000 bootstrap resamples, seed 0: the defaults.) The shipped checkpoint's signature:", ""]
+    lines += ["```", "", "(1,000 bootstrap resamples, seed 0: the defaults.) "
+              + ("The shipped checkpoints' signatures:" if several else "The shipped checkpoint's signature:"), ""]
     lines += [f"`{sig}`" for sig in signatures]
     lines += ["", "Cells are Pearson / Spearman (`*`: p >= 0.05 for either) or, for DailyDialog++ and the sanity "
               "checks, accuracies.", "", markdown_report(rows).rstrip()]
     by_corpus = corpus_summary(rows).rstrip()
     if by_corpus:
         lines += ["", by_corpus]
+    compared = checkpoint_comparison(results)
+    if compared:
+        lines += ["", compared]
     diagnosed = diagnostics_table(results)
     if diagnosed:
         lines += ["", diagnosed]
     return "\n".join(lines)
+
+
+def main_figure(res: dict[str, Any]) -> tuple[float, str]:
+    """The figure the checkpoint comparison shows for a result, and what it is: for a correlation benchmark the mean
+    of (Pearson + Spearman) / 2 over the sets of its main aspect (the diagnostics' ``mean_over_sets``); for a
+    discrimination or sanity benchmark the mean accuracy over its comparisons."""
+    from ..benchmarks import benchmark_info
+
+    info = benchmark_info(res["benchmark"])
+    if info.kind == "correlation":
+        mean = ((res.get("diagnostics") or {}).get("mean_over_sets") or {}).get(info.default_aspect)
+        if not mean:
+            raise CardError(f"{shown_metric(res)} on {res['benchmark']}: its diagnostics have no mean_over_sets of "
+                            f"{info.default_aspect!r} (benchmarked with another --aspect?)")
+        return mean["mean"], f"(P+S)/2, {info.default_aspect}, mean of {mean['sets']} sets"
+    accuracies = [row["accuracy"] for row in res["rows"] if "accuracy" in row]
+    if not accuracies:
+        raise CardError(f"{shown_metric(res)} on {res['benchmark']}: no row has an accuracy")
+    return sum(accuracies) / len(accuracies), f"accuracy, mean of {len(accuracies)} comparisons"
+
+
+def items_per_second(res: dict[str, Any]) -> float:
+    """Items scored per second of scoring in the run a result comes from (its metadata's ``n_items / seconds``)."""
+    metadata = res.get("metadata") or {}
+    missing = [k for k in SPEED_KEYS if not isinstance(metadata.get(k), (int, float))]
+    if missing or metadata["seconds"] <= 0:
+        raise CardError(f"{shown_metric(res)} on {res['benchmark']}: its stored metadata has "
+                        + (f"no {' and '.join(missing)}" if missing else f"seconds {metadata['seconds']}")
+                        + ": collect it again from its `dialeval benchmark` JSON")
+    return metadata["n_items"] / metadata["seconds"]
+
+
+def _run_settings(results: Iterable[dict[str, Any]]) -> str:
+    """Where the runs of ``results`` scored, as their metadata records it (``cpu, 2 torch threads``), each once."""
+    settings = []
+    for res in results:
+        metadata = res.get("metadata") or {}
+        threads = metadata.get("threads")
+        settings.append(f"{metadata.get('device', 'device not recorded')}, "
+                        + ("threads not recorded" if threads is None else f"{threads} torch threads"))
+    return "; ".join(dict.fromkeys(settings))
+
+
+def checkpoint_comparison(results: Sequence[dict[str, Any]]) -> str:
+    """For each other shipped checkpoint among ``results`` (``base``), a table "MiniLM vs <name>": for each metric and
+    benchmark measured on both it and the default checkpoint (MiniLM), the :func:`main_figure` of each and their
+    difference, and the :func:`items_per_second` of each run; empty when every result is of the default one."""
+    default = {(res["metric"], res["benchmark"], res["split"]): res for res in results
+               if result_checkpoint(res) == DEFAULT_CHECKPOINT}
+    others: dict[str, list[dict[str, Any]]] = {}
+    for res in results:
+        if result_checkpoint(res) != DEFAULT_CHECKPOINT:
+            others.setdefault(result_checkpoint(res), []).append(res)
+    tables = []
+    for name, theirs in others.items():
+        pairs = [(default[key], res) for res in theirs
+                 if (key := (res["metric"], res["benchmark"], res["split"])) in default]
+        if not pairs:
+            continue
+        lines = [f"MiniLM vs {name}: each benchmark's main figure on the `default` checkpoint (all-MiniLM-L6-v2) and "
+                 f"on `{name}`, and how many items each scored per second (items / seconds of scoring, from the "
+                 "metadata of each benchmark JSON). The speeds are those of the machine and the run that produced "
+                 f"each file ({_run_settings(r for pair in pairs for r in pair)}): compare them within one card, not "
+                 "across machines.", "",
+                 f"| metric | benchmark | figure | default | {name} | {name} - default | default items/s | "
+                 f"{name} items/s |", "|---|---|---|---|---|---|---|---|"]
+        for mine, res in pairs:
+            (ours, what), (value, their_what) = main_figure(mine), main_figure(res)
+            if their_what != what:
+                raise CardError(f"{res['metric']} on {res['benchmark']}: the default checkpoint's figure is {what}, "
+                                f"{name}'s {their_what}; benchmark both on the same sets")
+            lines.append(f"| {res['metric']} | {res['benchmark']} | {what} | {ours:.3f} | {value:.3f} | "
+                         f"{value - ours:+.3f} | {items_per_second(mine):.1f} | {items_per_second(res):.1f} |")
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
 
 
 def diagnostics_table(results: Sequence[dict[str, Any]]) -> str:
@@ -211,7 +339,7 @@ def diagnostics_table(results: Sequence[dict[str, Any]]) -> str:
         bias = diag["length_bias"]
         apart = ", ".join(f"{a['higher']}>{a['lower']} {a['auc']:.2f} ({a['human_auc']:.2f})"
                           for a in diag.get("systems_apart") or [])
-        lines.append(f"| {res['metric']} | {res['benchmark']} | "
+        lines.append(f"| {shown_metric(res)} | {res['benchmark']} | "
                      + (f"{mean['mean']:.3f} ({mean['sets']} sets, {aspect})" if mean else "") + " | "
                      + (f"{share['share']:.2f} ({share['contexts']} contexts)" if share else "") + " | "
                      + f"{bias['pearson']:.2f} / {bias['spearman']:.2f} | {apart} |")
@@ -474,24 +602,40 @@ def combination_usage_section(metric: str, model_id: str, members: Sequence[Comb
     return "\n".join(lines) + "\n"
 
 
-def measured_checkpoints(metric: str, results: Sequence[dict[str, Any]]) -> set[str]:
-    """The ``checkpoint_sha256`` of the signatures of ``metric``'s stored results: the checkpoint they measured."""
-    return {fields["checkpoint_sha256"] for res in results if res["metric"] == metric
+def measured_checkpoints(metric: str, results: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The checkpoints ``metric``'s stored results measured: each ``checkpoint_sha256`` of their signatures, and the
+    shipped name it had (``default``, ``base``)."""
+    return {fields["checkpoint_sha256"]: result_checkpoint(res) for res in results if res["metric"] == metric
             if "checkpoint_sha256" in (fields := _signature_fields(res["signature"]))}
+
+
+def encoder_base_model(config: dict[str, Any]) -> str | None:
+    """The Hub id of the encoder a checkpoint's ``config.json`` records (its first of ``ENCODER_FIELDS``) where it is
+    a named encoder (all-MiniLM-L6-v2, all-mpnet-base-v2); :data:`BASE_MODEL` for a config that records none (made
+    before encoders were recorded: on the bundled MiniLM); None for an encoder folder, which has no Hub id."""
+    from ..backbone.encoders import named_encoder
+
+    recorded = [config[f] for f in ENCODER_FIELDS if isinstance(config.get(f), str) and config[f]]
+    if not recorded:
+        return BASE_MODEL
+    entry = named_encoder(recorded[0])
+    return entry.hub_id if entry is not None else None
 
 
 def model_card(metric: str, card_text: str, results: Sequence[dict[str, Any]], *, namespace: str,
                base_model: str | None = None, license: str = "apache-2.0", config: dict[str, Any] | None = None,
-               measured: bool = True):
+               measured: str | None = DEFAULT_CHECKPOINT):
     """The model repo's card: YAML with a ``model-index`` from ``results``, the scoring section
     (:func:`usage_section`, or :func:`combination_usage_section` for a combination; ``config``: the exported
     checkpoint's ``config.json``, default the shipped one's), then the metric card's body (description, training,
     departures from the paper, measured values).
 
-    ``base_model``: a model's (default :data:`BASE_MODEL`); a combination has none (its card lists its members), so
-    one given for it is a ``ValueError``. ``measured=False``: the card is of another checkpoint than the one
-    ``results`` measured; it then has no ``model-index`` (nor ``datasets``) and says that the figures of the body are
-    the shipped checkpoint's."""
+    ``base_model``: a model's (default: the encoder ``config`` records, :func:`encoder_base_model`); a combination
+    has none (its card lists its members), so one given for it is a ``ValueError``. ``measured``: the shipped
+    checkpoint the card is of, whose results (those of ``metric`` whose signature names it) make the ``model-index``
+    and ``datasets``; the body's tables then mark another one's rows than the default's, and the card says so.
+    ``measured=None``: the card is of a checkpoint that ``results`` did not measure; it then has no ``model-index``
+    (nor ``datasets``) and says that the figures of the body are the shipped checkpoints'."""
     from huggingface_hub import ModelCard, ModelCardData
 
     export = metric_spec(metric).export
@@ -505,18 +649,28 @@ def model_card(metric: str, card_text: str, results: Sequence[dict[str, Any]], *
         from ..scoring.export import export_source
 
         config = json.loads((export_source(metric, None) / "config.json").read_text(encoding="utf-8"))
+    ours = [res for res in results if res["metric"] == metric and result_checkpoint(res) == measured]
+    if measured is not None and not ours:
+        raise CardError(f"no stored result of {metric!r} on its {measured!r} checkpoint, whose model card this is: "
+                        "benchmark it and collect again")
     data = ModelCardData(
         model_name=f"dialeval-{metric}", license=license, library_name="dialeval" if combination else "transformers",
-        base_model=None if combination else (base_model or BASE_MODEL),
+        base_model=None if combination else (base_model or encoder_base_model(config)),
         tags=["dialeval", "dialogue-evaluation", metric],
-        datasets=sorted({f"{namespace}/{dataset_repo(r['benchmark'])}" for r in results if r["metric"] == metric})
-        if measured else None,
-        eval_results=eval_results(metric, results, namespace) if measured else None,
+        datasets=sorted({f"{namespace}/{dataset_repo(r['benchmark'])}" for r in ours}) if ours else None,
+        eval_results=eval_results(metric, ours, namespace) if ours else None,
     )
-    note = "" if measured else (
-        f"> This is not the checkpoint whose results this card reports (`checkpoint_sha256` "
-        f"{', '.join(sorted(measured_checkpoints(metric, results))) or 'unknown'}, the shipped one): the card has no "
-        "`model-index`, and the figures below are the shipped checkpoint's, not this one's.\n\n")
+    if measured is None:
+        shipped = ", ".join(f"{sha} (`{name}`)" for sha, name in sorted(measured_checkpoints(metric, results).items()))
+        note = (f"> This is not the checkpoint whose results this card reports (`checkpoint_sha256` "
+                f"{shipped or 'unknown'}, shipped with dialeval): the card has no `model-index`, and the figures "
+                "below are the shipped checkpoints', not this one's.\n\n")
+    elif measured != DEFAULT_CHECKPOINT:
+        note = (f"> This is the shipped `{measured}` checkpoint: the `model-index` reports its results, which the "
+                f"tables below name `{metric} [{measured}]`; the others are the `default` checkpoint's "
+                "(all-MiniLM-L6-v2).\n\n")
+    else:
+        note = ""
     model_id = f"{namespace}/{metric}"
     if combination:
         members = export.read_members(config, f"the {metric} config.json")
@@ -531,7 +685,8 @@ def exported_model_card(metric: str, source: str | os.PathLike, *, namespace: st
     """The model card of ``metric``'s checkpoint folder ``source`` exported for the repo ``<namespace>/<metric>``
     (what ``dialeval export`` and ``dialeval release`` write as its ``README.md``): :func:`model_card` of the stored
     results (``results``, else :func:`load_results`) and the metric card, with ``source``'s config, and a
-    ``model-index`` only when the stored results were measured on ``source`` (same checkpoint fingerprint)."""
+    ``model-index`` only when the stored results were measured on ``source`` (same checkpoint fingerprint): of the
+    shipped checkpoint they name by that fingerprint (``default``, ``base``)."""
     from ..scoring.checkpoints import checkpoint_fingerprint
     from ..scoring.registry import available_metrics
 
@@ -539,6 +694,6 @@ def exported_model_card(metric: str, source: str | os.PathLike, *, namespace: st
     if results is None:
         results = load_results(metric, available_metrics(), root)
     config = json.loads((source / "config.json").read_text(encoding="utf-8"))
-    measured = checkpoint_fingerprint(source) in measured_checkpoints(metric, results)
+    measured = measured_checkpoints(metric, results).get(checkpoint_fingerprint(source))
     return model_card(metric, card_path(metric, root).read_text(encoding="utf-8"), results, namespace=namespace,
                       config=config, measured=measured)
