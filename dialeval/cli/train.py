@@ -13,7 +13,7 @@ import typer
 
 from ..scoring.registry import all_specs
 from ..scoring.spec import RecipeSpec
-from ..training.options import TrainingOptions, typer_command
+from ..training.options import RecipeOptions, TrainingOptions, typer_command
 
 train_app = typer.Typer(no_args_is_help=True, help="Train a learned metric (real training is a command, not a test).")
 
@@ -34,8 +34,8 @@ def recipes() -> dict[str, tuple[str, RecipeSpec]]:
 STOPPED_EXIT_CODE = 3
 
 
-def _handler(recipe: RecipeSpec) -> Callable[[TrainingOptions], None]:
-    def handle(opts: TrainingOptions) -> None:
+def _handler(recipe: RecipeSpec) -> Callable[[RecipeOptions], None]:
+    def handle(opts: RecipeOptions) -> None:
         summary = recipe.run(opts)
         if opts.prepare_only:
             typer.echo(f"prepared {opts.output_dir} ({len(summary['files'])} files, manifest prepared.json); train "

@@ -99,7 +99,7 @@ BF16_WITHOUT_INSTRUCTIONS = (
 
 
 def shared_loop_arguments(opts: Any, *, started: float) -> dict[str, Any]:
-    """The loop arguments every recipe takes from the shared options (precision, accumulation, workers and the
+    """The loop arguments every recipe takes from its training options (precision, accumulation, workers and the
     ``--max-minutes`` deadline counted from ``started``, the recipe's ``time.monotonic()`` at start)."""
     deadline = None if opts.max_minutes is None else started + 60.0 * opts.max_minutes
     return {"gradient_accumulation": opts.gradient_accumulation, "precision": opts.precision,

@@ -1,6 +1,9 @@
 """Training options, declared once.
 
-Each recipe's options are one dataclass that inherits :class:`TrainingOptions` (the options every recipe shares).
+Each recipe's options are one dataclass that inherits :class:`RecipeOptions` (the options every recipe shares:
+folders, seed, batch size, threads, device, resume, preparation), through :class:`TrainingOptions` (those and the
+training loop's: epochs, learning rate, validation, limits, accumulation, precision, optimizer, workers) when it
+trains through the loop (:mod:`dialeval.training.loop`); the ensemble, fitted in closed form, has no loop option.
 Every field carries its help text (``option(default, help=...)``); from that one declaration come
 
 - the Python API: ``GradeTrainingOptions(output_dir=..., ...)`` then ``run(opts)``;
@@ -9,7 +12,7 @@ Every field carries its help text (``option(default, help=...)``); from that one
   a choice, optional fields may be left out);
 - the saved training config: ``asdict(opts)`` (``summary.json`` ``"options"``, ``training_args.json``).
 
-:meth:`TrainingOptions.check` validates values the same way for both doors: type, choice, minimum and device.
+:meth:`RecipeOptions.check` validates values the same way for both doors: type, choice, minimum and device.
 """
 
 from __future__ import annotations
@@ -143,17 +146,14 @@ def _type_name(spec: OptionSpec) -> str:
 
 
 @dataclass(kw_only=True)
-class TrainingOptions:
-    """The options every training recipe has; a recipe's dataclass inherits them and sets its own defaults."""
+class RecipeOptions:
+    """The options every recipe has; a recipe's dataclass inherits them (through :class:`TrainingOptions` when it
+    trains through the loop) and sets its own defaults."""
 
     output_dir: str = option(help="Run folder (resumable; best checkpoint in <output-dir>/best).")
     data_dir: str | None = option(None, help="Data directory (default: $DIALEVAL_DATA_DIR or ../shared/data).")
     seed: int = option(help="Random seed: data sampling, initialisation and batch order.")
-    epochs: int = option(help="Training epochs.", min=1)
     batch_size: int = option(help="Training examples per step.", min=1)
-    learning_rate: float = option(help="Learning rate.", min=0)
-    eval_every: int | None = option(None, help="Validate every N steps (default: once per epoch).", min=1)
-    max_steps: int | None = option(None, help="Stop after N steps.", min=1)
     threads: int = option(0, help="torch CPU threads (0: torch's default; 1 is fastest on a busy machine).", min=0)
     device: str | None = option(None, help=f"Training and encoding device: {DEVICE_FORMS} "
                                            "(default: Accelerate's choice).")
@@ -162,6 +162,29 @@ class TrainingOptions:
                                             "(pairs, negatives, keywords, augmentations) and write it into "
                                             "output-dir with a manifest; the same command without this flag then "
                                             "trains from that folder, on any machine.")
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Validate every value (type, choice, minimum, device form); a recipe adds its cross-option rules."""
+        for spec in option_specs(type(self)):
+            setattr(self, spec.name, _coerce(spec, getattr(self, spec.name)))
+        try:
+            check_device_spec(self.device)
+        except ValueError as err:
+            raise TrainingOptionsError(str(err)) from None
+
+
+@dataclass(kw_only=True)
+class TrainingOptions(RecipeOptions):
+    """The options of a recipe that trains through the loop (:func:`~dialeval.training.recipe.run_recipe`,
+    :mod:`dialeval.training.loop`): every recipe's and the loop's own."""
+
+    epochs: int = option(help="Training epochs.", min=1)
+    learning_rate: float = option(help="Learning rate.", min=0)
+    eval_every: int | None = option(None, help="Validate every N steps (default: once per epoch).", min=1)
+    max_steps: int | None = option(None, help="Stop after N steps.", min=1)
     max_minutes: float | None = option(None, min=0, help="Save the full training state and exit (status 3) before "
                                                          "N minutes of this command; run it again to resume.")
     gradient_accumulation: int = option(1, min=1, help="Batches per optimizer step (the effective batch is "
@@ -180,18 +203,6 @@ class TrainingOptions:
     #: The options whose values decide what preparation writes into output-dir; a prepared folder is refused by a
     #: run whose values differ (``prepared.json``). A recipe lists its own.
     PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ("seed",)
-
-    def __post_init__(self) -> None:
-        self.check()
-
-    def check(self) -> None:
-        """Validate every value (type, choice, minimum, device form); a recipe adds its cross-option rules."""
-        for spec in option_specs(type(self)):
-            setattr(self, spec.name, _coerce(spec, getattr(self, spec.name)))
-        try:
-            check_device_spec(self.device)
-        except ValueError as err:
-            raise TrainingOptionsError(str(err)) from None
 
     def preparation_options(self) -> dict[str, Any]:
         """The values of :attr:`PREPARATION_FIELDS` (what a prepared folder's manifest records)."""
@@ -212,7 +223,7 @@ class EncoderOptions:
                                                 "(resolve_encoder_path).")
 
 
-O = TypeVar("O", bound=TrainingOptions)
+O = TypeVar("O", bound=RecipeOptions)
 
 
 def typer_command(options_cls: type[O], handle: Callable[[O], None], *, help: str) -> Callable[..., None]:

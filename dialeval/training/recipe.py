@@ -9,10 +9,10 @@ A recipe's ``run(opts)`` is ``run_recipe(opts, metric=METRIC, prepare=prepare, t
   encoder it makes is the run's), the run folder prepared unless it holds a
   prepared run (:func:`~dialeval.training.prepared.ensure_prepared`), and with ``--prepare-only`` the manifest
   returned (``{"prepared": True, **manifest}``);
-- **training**: :meth:`RecipeRun.arguments` fills the loop arguments every recipe takes from the shared options
-  (output folder, seed, epochs, learning rate, ``--eval-every`` (default once per epoch), the log interval, steps,
-  device, precision, accumulation, workers and the ``--max-minutes`` deadline); :func:`learning_rate_groups` is
-  each parameter's learning rate by name;
+- **training**: :meth:`RecipeRun.arguments` fills the loop arguments every recipe takes from its
+  :class:`~dialeval.training.options.TrainingOptions` (output folder, seed, epochs, learning rate, ``--eval-every``
+  (default once per epoch), the log interval, steps, device, precision, accumulation, workers and the
+  ``--max-minutes`` deadline); :func:`learning_rate_groups` is each parameter's learning rate by name;
 - **end**: :meth:`RecipeRun.stopped` writes the ``summary.json`` of a run ``--max-minutes`` stopped,
   :meth:`RecipeRun.finish` that of a finished run: what every recipe reports (steps, the best step and its
   validation figure, seconds, the device and examples seen, the encoder, threads, history, options) around the
@@ -33,7 +33,7 @@ import torch
 from ..backbone.device import torch_threads
 from .device import device_description, training_device
 from .loop import TrainingArguments, TrainingResult, shared_loop_arguments, stopped_summary
-from .options import TrainingOptions
+from .options import RecipeOptions, TrainingOptions
 from .prepared import ensure_prepared
 
 #: Steps between two training-loss records of the log (fewer when an epoch is shorter).
@@ -62,9 +62,9 @@ class RecipeRun(Generic[O]):
         return Path(self.opts.output_dir)
 
     def arguments(self, *, steps_per_epoch: int, **recipe: Any) -> TrainingArguments:
-        """The loop's arguments: the shared options' values (validation once per ``steps_per_epoch`` optimizer steps
-        unless ``--eval-every``; a training-loss record every :data:`LOG_EVERY` steps, or every epoch when shorter),
-        with the recipe's own (optimizer, schedule, weight decay ...) over them."""
+        """The loop's arguments: the :class:`TrainingOptions` values (validation once per ``steps_per_epoch``
+        optimizer steps unless ``--eval-every``; a training-loss record every :data:`LOG_EVERY` steps, or every epoch
+        when shorter), with the recipe's own (optimizer, schedule, weight decay ...) over them."""
         o = self.opts
         shared = dict(output_dir=str(self.out), seed=o.seed, epochs=o.epochs, learning_rate=o.learning_rate,
                       eval_every=o.eval_every or steps_per_epoch, log_every=max(1, min(LOG_EVERY, steps_per_epoch)),
@@ -119,7 +119,7 @@ def run_recipe(opts: O, *, metric: str, prepare: Callable[[O], dict[str, Any]],
         return train(RecipeRun(opts, metric, started, time.perf_counter() - began, made))
 
 
-def device_first(opts: TrainingOptions) -> None:
+def device_first(opts: RecipeOptions) -> None:
     """A recipe's ``setup`` that only looks up the training device (:class:`~dialeval.training.DeviceUnavailable`
     for a missing one), before minutes of preparation."""
     training_device(opts.device)

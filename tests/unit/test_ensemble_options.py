@@ -1,6 +1,6 @@
 """The ensemble's member sets and training options: references and controls (length, turn count) never join by
-default, a dialogue-level weight comes from the turn-level one, and the training loop's options are refused (the
-ensemble has no loop)."""
+default, a dialogue-level weight comes from the turn-level one, and the ensemble's commands offer none of the
+training loop's options (it has no loop)."""
 
 from __future__ import annotations
 
@@ -39,8 +39,6 @@ def test_the_dialogue_weights_are_the_turn_weights_with_length_shared_by_turn_co
 
 
 @pytest.mark.parametrize("bad, message", [
-    (dict(epochs=3), "epochs: the ensemble has no training loop"),
-    (dict(precision="bf16"), "precision: the ensemble has no training loop"),
     (dict(full_members="grade,rade"), "never by default"),
     (dict(full_members="grade,grade"), "named twice"),
     (dict(fast_members="pone,bleu"), "unknown member 'bleu'"),
@@ -51,6 +49,23 @@ def test_the_dialogue_weights_are_the_turn_weights_with_length_shared_by_turn_co
 def test_options_the_ensemble_cannot_use_are_refused_naming_the_option(bad, message):
     with pytest.raises(TrainingOptionsError, match=message):
         EnsembleTrainingOptions(output_dir="runs/x", **bad)
+
+
+@pytest.mark.parametrize("command", [["train", "ensemble"], ["ensemble", "loo"]])
+def test_the_ensemble_offers_none_of_the_loops_options(command):
+    from typer.testing import CliRunner
+
+    from dialeval.cli import app
+
+    res = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "--batch-size" in res.output and "--cache-dir" in res.output
+    for flag in ("--epochs", "--learning-rate", "--eval-every", "--max-steps", "--max-minutes",
+                 "--gradient-accumulation", "--precision", "--fused-optimizer", "--dataloader-workers"):
+        assert flag not in res.output, flag
+    assert "Not used" not in res.output
+    with pytest.raises(TypeError, match="epochs"):
+        EnsembleLooOptions(output_dir="runs/x", epochs=3)
 
 
 def test_the_member_sets_of_the_options():

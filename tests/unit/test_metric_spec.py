@@ -27,7 +27,7 @@ from dialeval.scoring.spec import (
     SpaceSpec,
     import_object,
 )
-from dialeval.training.options import TrainingOptions, option
+from dialeval.training.options import RecipeOptions, option
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -44,13 +44,11 @@ class WordCountScorer(Scorer):
 
 
 @dataclass(kw_only=True)
-class WordCountOptions(TrainingOptions):
-    """Count words (a recipe small enough to declare in a test)."""
+class WordCountOptions(RecipeOptions):
+    """Count words (a recipe small enough to declare in a test; no training loop)."""
 
     seed: int = option(1, help="Unused.")
-    epochs: int = option(1, help="Unused.", min=1)
     batch_size: int = option(1, help="Unused.", min=1)
-    learning_rate: float = option(0.0, help="Unused.", min=0)
 
 
 def run(opts: WordCountOptions) -> dict:
@@ -154,7 +152,7 @@ def test_each_shipped_spec_names_classes_that_exist_and_folders_that_are_there(s
     scorer = spec.scorer_class()
     assert scorer.name == spec.name
     for recipe in spec.recipes:
-        assert issubclass(recipe.options_class(), TrainingOptions)
+        assert issubclass(recipe.options_class(), RecipeOptions)
         assert callable(import_object(recipe.summary_line))
     if isinstance(spec.export, ExportSpec):
         assert hasattr(import_object(spec.export.model_class), "from_pretrained")

@@ -15,6 +15,7 @@ from dialeval.cli import app
 from dialeval.cli.train import recipes
 from dialeval.training import (
     DeviceUnavailable,
+    RecipeOptions,
     TrainingOptions,
     TrainingOptionsError,
     option,
@@ -24,6 +25,9 @@ from dialeval.training.options import option_help, option_specs, typer_command
 
 RECIPES = {command: recipe for command, (_, recipe) in recipes().items()}
 RECIPE_NAMES = sorted(RECIPES)
+#: The training loop's flags: every recipe that trains through it has them, the ensemble (fitted in closed form) none.
+LOOP_FLAGS = {"--epochs", "--learning-rate", "--eval-every", "--max-steps", "--max-minutes", "--gradient-accumulation",
+              "--precision", "--fused-optimizer", "--dataloader-workers"}
 
 
 def _click_command(name: str):
@@ -64,18 +68,26 @@ def test_documented_flags_keep_their_spelling():
     assert grade["use_hop_attention"] == (["--hop-attention"], ["--no-hop-attention"])
     for name in RECIPE_NAMES:  # one spelling per concept across the recipes
         flags = {o for p in _click_command(name).params for o in p.opts}
-        assert {"--learning-rate", "--threads", "--device", "--seed", "--output-dir"} <= flags
-        assert {"--prepare-only", "--max-minutes", "--gradient-accumulation", "--precision",
-                "--dataloader-workers"} <= flags
+        assert {"--output-dir", "--data-dir", "--seed", "--batch-size", "--threads", "--device", "--resume",
+                "--prepare-only"} <= flags
+        assert flags & LOOP_FLAGS == (LOOP_FLAGS if RECIPES[name].uses_training_loop else set()), name
         assert "--lr" not in flags
+
+
+def test_only_the_ensemble_lacks_the_loop_and_its_options():
+    assert [name for name in RECIPE_NAMES if not RECIPES[name].uses_training_loop] == ["ensemble"]
+    ensemble = RECIPES["ensemble"].options_class()
+    assert issubclass(ensemble, RecipeOptions) and not issubclass(ensemble, TrainingOptions)
+    shared = {f.name for f in fields(RecipeOptions)}
+    assert {f.name for f in fields(TrainingOptions)} - shared == {flag[2:].replace("-", "_") for flag in LOOP_FLAGS}
 
 
 @pytest.mark.parametrize("name", RECIPE_NAMES)
 def test_help_exits_zero(name):
-    res = CliRunner().invoke(app, ["train", name, "--help"])
+    res = CliRunner().invoke(app, ["train", name, "--help"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
-    assert "--output-dir" in res.output and "--learning-rate" in res.output
-    assert "--prepare-only" in res.output and "--max-minutes" in res.output
+    assert "--output-dir" in res.output and "--prepare-only" in res.output
+    assert ("--learning-rate" in res.output and "--max-minutes" in res.output) == RECIPES[name].uses_training_loop
 
 
 def test_defaults_that_trained_the_shipped_checkpoints():

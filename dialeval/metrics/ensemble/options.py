@@ -2,26 +2,21 @@
 declared once. Light to import.
 
 The ensemble has no training loop: the members score the sets (the slow part, cached), then calibration and
-combiners are fitted in closed form in seconds. The options every recipe shares keep their meaning where they have
-one (``--output-dir``, ``--data-dir``, ``--seed``, ``--batch-size``, ``--threads``, ``--device``); ``--no-resume``
-scores every set again instead of reading the member score cache, and ``--prepare-only`` stops once the cache holds
-every member's scores. The loop's own options (epochs, learning rate, validation steps, time limit, gradient
-accumulation, precision, data-loader workers) have nothing to act on and are refused at any value but their
-default.
+combiners are fitted in closed form in seconds. So its options are the ones every recipe shares
+(:class:`~dialeval.training.options.RecipeOptions`: ``--output-dir``, ``--data-dir``, ``--seed``, ``--batch-size``,
+``--threads``, ``--device``; ``--no-resume`` scores every set again instead of reading the member score cache, and
+``--prepare-only`` stops once the cache holds every member's scores) and its own, none of the loop's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Literal
 
-from ...training.options import TrainingOptions, TrainingOptionsError, option
+from ...training.options import RecipeOptions, TrainingOptionsError, option
 from .roster import CONTROLS, MEMBER_SETS, MEMBERS, WITH_REFERENCES
 
 __all__ = ["EnsembleLooOptions", "EnsembleTrainingOptions", "parse_members"]
-
-_LOOP_DEFAULTS = {"epochs": 1, "learning_rate": 0.0, "eval_every": None, "max_steps": None, "max_minutes": None,
-                  "gradient_accumulation": 1, "precision": "fp32", "dataloader_workers": 0}
 
 
 def parse_members(text: str, what: str) -> tuple[str, ...]:
@@ -41,7 +36,7 @@ def parse_members(text: str, what: str) -> tuple[str, ...]:
 
 
 @dataclass(kw_only=True)
-class EnsembleTrainingOptions(TrainingOptions):
+class EnsembleTrainingOptions(RecipeOptions):
     """Fit the ensemble: calibrate each member on DailyDialog, choose the combiner by leave-one-benchmark-out over
     the human-rated sets, refit it on all of them, and write the checkpoint (<output-dir>/best/config.json) with the
     leave-one-out table (<output-dir>/loo.json, loo.txt)."""
@@ -50,17 +45,7 @@ class EnsembleTrainingOptions(TrainingOptions):
                                   "loo.json and loo.txt, the run's record to summary.json.")
     seed: int = option(0, help="Seed of the calibration draws (which dialogues, which reply, which random reply) and "
                                "of the bootstrap.")
-    epochs: int = option(1, min=1, help="Not used: the ensemble is fitted in closed form (must stay 1).")
     batch_size: int = option(32, min=1, help="Items per batch when the members score the sets.")
-    learning_rate: float = option(0.0, min=0, help="Not used: the ensemble is fitted in closed form (must stay 0).")
-    eval_every: int | None = option(None, min=1, help="Not used: no training loop (leave it unset).")
-    max_steps: int | None = option(None, min=1, help="Not used: no training loop (leave it unset).")
-    max_minutes: float | None = option(None, min=0, help="Not used: no training loop (leave it unset); a stopped run "
-                                                         "goes on from the member score cache.")
-    gradient_accumulation: int = option(1, min=1, help="Not used: no training loop (must stay 1).")
-    precision: Literal["fp32", "bf16"] = option("fp32", help="Not used: the members score at their own precision "
-                                                            "(must stay fp32).")
-    dataloader_workers: int = option(0, min=0, help="Not used: no training loop (must stay 0).")
     resume: bool = option(True, help="Read the members' scores from the member score cache where it has them "
                                      "(--no-resume: score every set again and overwrite the cache).")
     prepare_only: bool = option(False, help="Only fill the member score cache (the slow part), then stop.")
@@ -86,13 +71,8 @@ class EnsembleTrainingOptions(TrainingOptions):
                            "RADE member was trained on the train split).")
     bootstrap: int = option(1000, min=0, help="Paired bootstrap resamples of the per-set CIs of the table.")
 
-    PREPARATION_FIELDS: ClassVar[tuple[str, ...]] = ()
-
     def check(self) -> None:
         super().check()
-        for name, default in _LOOP_DEFAULTS.items():
-            if getattr(self, name) != default:
-                raise TrainingOptionsError(f"{name}: the ensemble has no training loop; leave it at {default!r}")
         self.member_lists()
 
     def member_lists(self) -> dict[str, tuple[str, ...]]:
