@@ -122,6 +122,11 @@ def speed_command(name: str, recipe: RecipeSpec) -> Callable[..., None]:
     return command
 
 
+def trains_through_loop(recipe: RecipeSpec) -> bool:
+    """Whether ``recipe`` trains through the shared loop: its options have the loop's (:class:`TrainingOptions`)."""
+    return issubclass(recipe.options_class(), TrainingOptions)
+
+
 for _name, (_, _recipe) in recipes().items():
-    if _recipe.uses_training_loop:
+    if trains_through_loop(_recipe):
         speed_app.command(_name)(speed_command(_name, _recipe))

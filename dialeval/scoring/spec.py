@@ -73,15 +73,14 @@ class RecipeSpec:
 
     #: the command's name (words joined by '-', e.g. ``amr-parser``)
     command: str
-    #: ``"module:Class"`` of the recipe's :class:`~dialeval.training.options.TrainingOptions` dataclass
+    #: ``"module:Class"`` of the recipe's options dataclass: a :class:`~dialeval.training.options.TrainingOptions`
+    #: when it trains through the shared loop (only such a recipe has ``dialeval train-speed <command>``), else a
+    #: :class:`~dialeval.training.options.RecipeOptions` (the ensemble's, fitted in closed form)
     options: str
     #: the module holding ``run(opts) -> summary`` (imported when the command runs: it pulls in torch, datasets...)
     module: str
     #: ``"module:function"``: ``function(opts, summary) -> str``, the line printed when a run ends
     summary_line: str
-    #: whether it trains through the shared loop (:mod:`dialeval.training.loop`); only such a recipe has
-    #: ``dialeval train-speed <command>`` (the ensemble's is fitted in closed form)
-    uses_training_loop: bool = True
     #: the paper's training budget (one per ``--stage`` where stages differ; none where the paper gives none):
     #: ``dialeval runs`` and ``training.json`` count a run's examples against it
     budgets: tuple[PaperBudget, ...] = ()

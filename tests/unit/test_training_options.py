@@ -12,7 +12,7 @@ import torch
 from typer.testing import CliRunner
 
 from dialeval.cli import app
-from dialeval.cli.train import recipes
+from dialeval.cli.train import recipes, trains_through_loop
 from dialeval.training import (
     DeviceUnavailable,
     RecipeOptions,
@@ -70,12 +70,12 @@ def test_documented_flags_keep_their_spelling():
         flags = {o for p in _click_command(name).params for o in p.opts}
         assert {"--output-dir", "--data-dir", "--seed", "--batch-size", "--threads", "--device", "--resume",
                 "--prepare-only"} <= flags
-        assert flags & LOOP_FLAGS == (LOOP_FLAGS if RECIPES[name].uses_training_loop else set()), name
+        assert flags & LOOP_FLAGS == (LOOP_FLAGS if trains_through_loop(RECIPES[name]) else set()), name
         assert "--lr" not in flags
 
 
 def test_only_the_ensemble_lacks_the_loop_and_its_options():
-    assert [name for name in RECIPE_NAMES if not RECIPES[name].uses_training_loop] == ["ensemble"]
+    assert [name for name in RECIPE_NAMES if not trains_through_loop(RECIPES[name])] == ["ensemble"]
     ensemble = RECIPES["ensemble"].options_class()
     assert issubclass(ensemble, RecipeOptions) and not issubclass(ensemble, TrainingOptions)
     shared = {f.name for f in fields(RecipeOptions)}
@@ -87,7 +87,7 @@ def test_help_exits_zero(name):
     res = CliRunner().invoke(app, ["train", name, "--help"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     assert "--output-dir" in res.output and "--prepare-only" in res.output
-    assert ("--learning-rate" in res.output and "--max-minutes" in res.output) == RECIPES[name].uses_training_loop
+    assert ("--learning-rate" in res.output and "--max-minutes" in res.output) == trains_through_loop(RECIPES[name])
 
 
 def test_defaults_that_trained_the_shipped_checkpoints():

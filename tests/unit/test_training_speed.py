@@ -224,11 +224,11 @@ def test_frozen_cache_needs_a_recipe_with_the_option(tmp_path):
 
 
 def test_only_recipes_that_train_through_the_loop_have_a_speed_command():
-    from dialeval.cli.train import recipes
+    from dialeval.cli.train import recipes, trains_through_loop
 
     res = CliRunner().invoke(app, ["train-speed", "--help"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
-    looped = [name for name, (_, recipe) in recipes().items() if recipe.uses_training_loop]
+    looped = [name for name, (_, recipe) in recipes().items() if trains_through_loop(recipe)]
     assert "grade" in looped and "ensemble" not in looped
     for name in recipes():
         assert (f" {name} " in res.output) == (name in looped), name

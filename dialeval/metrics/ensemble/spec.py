@@ -30,8 +30,7 @@ SPECS = (
         scorer="dialeval.metrics.ensemble.scorer:EnsembleScorer",
         kind="combination",
         recipes=(RecipeSpec("ensemble", "dialeval.metrics.ensemble.options:EnsembleTrainingOptions",
-                            "dialeval.metrics.ensemble.train", "dialeval.metrics.ensemble.spec:summary_line",
-                            uses_training_loop=False),),
+                            "dialeval.metrics.ensemble.train", "dialeval.metrics.ensemble.spec:summary_line"),),
         export=CombinationExportSpec("dialeval.metrics.ensemble.export:exported_members"),
         space=SpaceSpec(
             title="dialeval ensemble: the metrics combined (slower: it runs every member)",
