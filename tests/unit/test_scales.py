@@ -159,3 +159,18 @@ def test_a_users_checkpoint_gets_its_map_in_the_users_file_never_in_the_package(
     assert scales.scale_map("lengths", {"setting": "a"}, "turn") == CDF  # from the package's
     with pytest.raises(CalibrationError, match="dialeval calibrate --metric lengths"):
         scales.scale_map("lengths", {**mine, "checkpoint_sha256": "other"}, "turn")
+
+
+def test_every_shipped_checkpoint_has_a_map_fitted_on_its_current_files():
+    """A shipped checkpoint refitted or replaced without `dialeval calibrate` would leave its maps keyed by the old
+    content hash, and `scale="calibrated"` would refuse it: every shipped checkpoint folder (every name) that a metric
+    scores with has a map stored for its current fingerprint."""
+    from dialeval.scoring.checkpoints import checkpoint_fingerprint, shipped_root
+
+    stored = {e["fingerprint"].get("checkpoint_sha256") for entries in scales.read_scales().values() for e in entries}
+    folders = [p.parent for p in shipped_root().glob("*/*/config.json") if p.parent.parent.name != "amr_parser"]
+    assert len(folders) >= 8, folders  # seven learned metrics' defaults and the ensemble's, at least
+    stale = [f"{f.parent.name}/{f.name} ({checkpoint_fingerprint(f)})" for f in folders
+             if checkpoint_fingerprint(f) not in stored]
+    assert not stale, f"no calibrated map for the current files of {stale}; fit with `dialeval calibrate --metric M " \
+                      "--checkpoint NAME`"
