@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from ..benchmarks import benchmark_info, load_benchmark
 from ..errors import InputFileError
@@ -56,9 +55,8 @@ class BenchmarkResult:
 
 
 def _result_metadata(out) -> dict[str, Any]:
-    """A scoring call's metadata as a result keeps it: without the per-dialogue turn scores, with the torch CPU
-    threads in force (``threads``: what its ``seconds`` were measured with, beside its ``device``)."""
-    return {**{k: v for k, v in out.metadata.items() if k != "turn_scores"}, "threads": torch.get_num_threads()}
+    """A scoring call's metadata as a result keeps it: without the per-dialogue turn scores."""
+    return {k: v for k, v in out.metadata.items() if k != "turn_scores"}
 
 
 def _as_messages(context: list[dict]) -> list[dict[str, str]]:

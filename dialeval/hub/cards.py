@@ -50,9 +50,10 @@ from ..scoring.spec import CombinationExportSpec, CombinationMember, ExportSpec
 #: Keys of a benchmark result that a card reads; the rest (per-item arrays) is not stored.
 STORED_KEYS = ("metric", "benchmark", "split", "level", "signature", "rows", "diagnostics")
 #: What a stored result keeps of the benchmark result's ``metadata``: the items scored and the seconds the scoring took
-#: (the card's items/s), and where it ran and with how many torch threads (these two when the file records them).
-#: Results collected before they were kept have no ``metadata``; a card that compares checkpoints needs it.
-STORED_METADATA = ("n_items", "seconds", "device", "threads")
+#: (the card's items/s) and where it ran (when the file records it); the torch CPU threads it ran with are in its
+#: signature (``cpu_threads``). Results collected before they were kept have no ``metadata``; a card that compares
+#: checkpoints needs it.
+STORED_METADATA = ("n_items", "seconds", "device")
 #: Of :data:`STORED_METADATA`, what every collected result must have.
 SPEED_KEYS = ("n_items", "seconds")
 #: Row fields no card shows (Kendall's tau, its p-value and CI), left out of the stored rows.
@@ -278,11 +279,12 @@ def items_per_second(res: dict[str, Any]) -> float:
 
 
 def _run_settings(results: Iterable[dict[str, Any]]) -> str:
-    """Where the runs of ``results`` scored, as their metadata records it (``cpu, 2 torch threads``), each once."""
+    """Where the runs of ``results`` scored, as their metadata and signature record it (``cpu, 2 torch threads``),
+    each once."""
     settings = []
     for res in results:
         metadata = res.get("metadata") or {}
-        threads = metadata.get("threads")
+        threads = _signature_fields(res["signature"]).get("cpu_threads")
         settings.append(f"{metadata.get('device', 'device not recorded')}, "
                         + ("threads not recorded" if threads is None else f"{threads} torch threads"))
     return "; ".join(dict.fromkeys(settings))

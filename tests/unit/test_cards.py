@@ -107,7 +107,7 @@ def _result(metric, benchmark="grade_eval", checkpoint="default"):
             "signature": f"metric:{metric}|checkpoint:{checkpoint}|checkpoint_sha256:abc", "diagnostics": {},
             "rows": [{"aspect": "coherence", "subset": "pooled", "n": 3, "pearson_r": 0.1, "pearson_p": 0.5,
                       "spearman_r": 0.2, "spearman_p": 0.4}], "scores": [0.1, 0.2, 0.3],
-            "metadata": {"n_items": 3, "seconds": 0.5, "device": "cpu", "threads": 2, "batch_size": 32}}
+            "metadata": {"n_items": 3, "seconds": 0.5, "device": "cpu", "batch_size": 32}}
 
 
 def test_collect_keeps_what_a_card_reads_and_refuses_what_it_cannot_reproduce(tmp_path):
@@ -118,7 +118,7 @@ def test_collect_keeps_what_a_card_reads_and_refuses_what_it_cannot_reproduce(tm
     assert [(r["metric"], r["benchmark"]) for r in stored] == [
         ("pone", "grade_eval"), ("context_cosine", "grade_eval"), ("pone", "usr_personachat")]
     assert "scores" not in json.loads((tmp_path / "out.json").read_text())[0]
-    assert [r["metadata"] for r in stored] == [{"n_items": 3, "seconds": 0.5, "device": "cpu", "threads": 2}] * 3
+    assert [r["metadata"] for r in stored] == [{"n_items": 3, "seconds": 0.5, "device": "cpu"}] * 3
     assert reproduce_commands(stored) == [
         "HF_HUB_OFFLINE=1 dialeval benchmark --metric pone --benchmark grade_eval,usr_personachat",
         "HF_HUB_OFFLINE=1 dialeval benchmark --metric context_cosine --benchmark grade_eval"]
@@ -208,8 +208,9 @@ def _measured(metric, benchmark, checkpoint, sha, *, figure, items, seconds):
     """A benchmark result of ``metric`` on ``checkpoint``: on a correlation benchmark, sets whose (P+S)/2 average
     ``figure`` (diagnostics as `dialeval benchmark` writes them); on dailydialog_pp, four accuracies averaging it."""
     res = {"metric": metric, "benchmark": benchmark, "split": "test", "level": "turn",
-           "signature": f"metric:{metric}|checkpoint:{checkpoint}|checkpoint_sha256:{sha}|encoder_sha256:x",
-           "metadata": {"n_items": items, "seconds": seconds, "device": "cpu", "threads": 2, "batch_size": 32},
+           "signature": (f"metric:{metric}|checkpoint:{checkpoint}|checkpoint_sha256:{sha}|encoder_sha256:x"
+                         "|cpu_threads:2"),
+           "metadata": {"n_items": items, "seconds": seconds, "device": "cpu", "batch_size": 32},
            "scores": [0.5] * 4}
     if benchmark == "dailydialog_pp":
         res["diagnostics"] = {}
@@ -255,7 +256,7 @@ def test_base_results_are_stored_named_and_reproduced(tmp_path, shipped):
     stored, _ = _base_run(tmp_path, shipped)
     assert [(r["metric"], r["benchmark"]) for r in stored][-3:] == [
         ("bert_ruber", "grade_eval"), ("bert_ruber_unref", "grade_eval"), ("bert_ruber_unref", "dailydialog_pp")]
-    assert stored[-1]["metadata"] == {"n_items": 300, "seconds": 6.0, "device": "cpu", "threads": 2}
+    assert stored[-1]["metadata"] == {"n_items": 300, "seconds": 6.0, "device": "cpu"}
     assert reproduce_commands(stored) == [
         "HF_HUB_OFFLINE=1 dialeval benchmark --metric bert_ruber --benchmark grade_eval,usr_personachat,"
         "usr_topicalchat",

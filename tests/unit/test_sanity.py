@@ -7,7 +7,6 @@ import json
 import datasets
 import numpy as np
 import pytest
-import torch
 from conftest import TINY_DIALOGUES, write_dailydialog
 
 from dialeval import load_scorer
@@ -138,9 +137,6 @@ def test_runner_pairs_each_original_with_its_own_copies(tiny_data):
     assert acc["gold>shuffled"] == 0.5  # same words, same length: a tie counts one half
     assert {r["subset"] for r in res.rows} == {"dailydialog"} and all(r["n_contexts"] == 6 for r in res.rows)
     assert len(res.scores) == 6 * (1 + len(TURN_KINDS))
-    # what a card's items/s is made of: the items, the seconds, the device and the torch threads in force
-    assert res.metadata["n_items"] == len(res.scores) and res.metadata["seconds"] >= 0
-    assert res.metadata["device"] == "cpu" and res.metadata["threads"] == torch.get_num_threads()
     mean = res.diagnostics["mean_over_checks"]["dailydialog"]
     assert mean["checks"] == len(TURN_KINDS) and mean["mean"] == pytest.approx(np.mean(list(acc.values())))
     dialogue = run_benchmark(load_scorer("utterance_length"), "sanity_dialogue", data_dir=tiny_data, n_boot=50)
