@@ -31,6 +31,8 @@ from dialeval.modeling.dynaeval import DynaEvalConfig, DynaEvalModel, WeightedRG
 from dialeval.modeling.dynaeval.modeling_dynaeval import (
     alternating_speakers,
     build_dialogue_graph,
+    packed_lstm_steps,
+    packed_node_order,
     relation_types,
     window_edges,
 )
@@ -279,6 +281,42 @@ def test_training_mode_uses_dropout_and_gradients_reach_every_parameter():
     batch = random_batch()
     model(**batch).score.sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+
+
+def test_packed_node_order_reads_the_longest_dialogue_first():
+    order = packed_node_order(torch.tensor([2, 3]))  # nodes 0-1 and 2-4
+    assert order.data.tolist() == [2, 0, 3, 1, 4] and order.batch_sizes.tolist() == [2, 2, 1]
+    assert order.sorted_indices.tolist() == [1, 0]
+
+
+def test_the_written_out_lstm_is_torchs_to_the_bit():
+    # CPU training runs packed_lstm_steps in place of torch's loop: the same outputs, gradients and dropout draws
+    from torch.nn.utils.rnn import PackedSequence
+
+    model = tiny_model(seed=2, dropout=0.5, lstm_layers=3).train()
+    lengths = torch.tensor([5, 1, 3, 7, 3, 3])  # ties: torch's sort decides their order in both
+    order = packed_node_order(lengths)
+    data = torch.randn(int(lengths.sum()), 6)[order.data]
+    results = []
+    for written_out in (False, True):
+        model.zero_grad()
+        x = data.clone().requires_grad_()
+        torch.manual_seed(7)
+        if written_out:
+            out = packed_lstm_steps(model.lstm, x, order.batch_sizes)
+        else:
+            out = model.lstm(PackedSequence(x, order.batch_sizes, order.sorted_indices, order.unsorted_indices))[0].data
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        results.append([out.detach(), x.grad, *(p.grad.clone() for p in model.lstm.parameters())])
+    assert len(results[1]) == 2 + 4 * 2 * 3
+    assert all(torch.equal(a, b) for a, b in zip(*results, strict=True))
+    # the model takes it only where a backward will run; without one, torch's loop gives the same states
+    model.eval()
+    batch = random_batch(lengths=(5, 1, 3, 7, 3, 3))
+    trained_way = model.contextualize(batch["utterance_embeddings"], batch["dialogue_lengths"])
+    with torch.no_grad():
+        assert torch.equal(model.contextualize(batch["utterance_embeddings"], batch["dialogue_lengths"]),
+                           trained_way.detach())
 
 
 def test_save_load_roundtrip_inprocess(tmp_path):
