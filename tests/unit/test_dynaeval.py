@@ -31,9 +31,11 @@ from dialeval.modeling.dynaeval import DynaEvalConfig, DynaEvalModel, WeightedRG
 from dialeval.modeling.dynaeval.modeling_dynaeval import (
     alternating_speakers,
     build_dialogue_graph,
+    edge_dot,
     packed_lstm_steps,
     packed_node_order,
     relation_types,
+    weighted_edge_sum,
     window_edges,
 )
 
@@ -228,6 +230,30 @@ def test_weighted_rgcn_matches_a_hand_computation():
     assert conv.init_bound() == pytest.approx(1 / math.sqrt(2 * 3))
     with pytest.raises(ValueError, match="edge_type"):
         conv(x, edge_index, torch.tensor([0, 4, 0, 0, 0, 0]))
+
+
+@pytest.mark.parametrize("chunk", [5, 4096])
+def test_chunked_edge_products_are_the_whole_edge_expressions_to_the_bit(monkeypatch, chunk):
+    from dialeval.modeling.dynaeval import modeling_dynaeval
+
+    monkeypatch.setattr(modeling_dynaeval, "EDGE_CHUNK", chunk)  # 5: several chunks, the last one short
+    g = torch.Generator().manual_seed(0)
+    source, target = window_edges(torch.tensor([5, 1, 7, 4]), 2, 3)  # 70 edges over 17 nodes
+    slot = target * 3 + torch.randint(0, 3, target.shape, generator=g)
+    a, b, weight = torch.randn(17, 6, generator=g), torch.randn(17, 6, generator=g), torch.rand(70, generator=g)
+    upstream = torch.randn(70, generator=g), torch.randn(51, 6, generator=g)
+
+    def run(chunked: bool) -> list[torch.Tensor]:
+        x, y, w = (t.clone().requires_grad_() for t in (a, b, weight))
+        if chunked:
+            dots, sums = edge_dot(x, y, target, source), weighted_edge_sum(x, w, source, slot, 51)
+        else:
+            dots = (x[target] * y[source]).sum(dim=-1)
+            sums = x.new_zeros(51, 6).index_add_(0, slot, x[source] * w.unsqueeze(-1))
+        ((dots * upstream[0]).sum() + (sums * upstream[1]).sum()).backward()
+        return [dots.detach(), sums.detach(), x.grad, y.grad, w.grad]
+
+    assert all(torch.equal(p, q) for p, q in zip(run(True), run(False), strict=True))
 
 
 # -- model ------------------------------------------------------------------------------------------------------------
