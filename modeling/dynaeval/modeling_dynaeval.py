@@ -201,11 +201,28 @@ def _chunks(num_edges: int) -> list[slice]:
     return [slice(start, start + EDGE_CHUNK) for start in range(0, num_edges, EDGE_CHUNK)]
 
 
+class _RowSums:
+    """Rows added into zeros shaped as ``like``, chunk after chunk, as one ``index_add_`` over all the chunks adds
+    them: in their order, and for float16 / bfloat16 in a float32 buffer rounded once at the end (what
+    ``index_add_`` does within a call; rounding after every chunk would not give its result)."""
+
+    def __init__(self, like: torch.Tensor, rows: int) -> None:
+        self.dtype = like.dtype
+        wide = torch.float32 if like.dtype in (torch.float16, torch.bfloat16) else like.dtype
+        self.sums = torch.zeros(rows, *like.shape[1:], dtype=wide, device=like.device)
+
+    def add(self, index: torch.Tensor, rows: torch.Tensor) -> None:
+        self.sums.index_add_(0, index, rows.to(self.dtype).to(self.sums.dtype))
+
+    def result(self) -> torch.Tensor:
+        return self.sums.to(self.dtype)
+
+
 class _EdgeDot(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a: torch.Tensor, b: torch.Tensor, index_a: torch.Tensor, index_b: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(a, b, index_a, index_b)
-        out = a.new_empty(index_a.numel())
+        out = a.new_empty(index_a.numel(), dtype=torch.result_type(a, b))
         for c in _chunks(index_a.numel()):
             out[c] = (a.index_select(0, index_a[c]) * b.index_select(0, index_b[c])).sum(dim=-1)
         return out
@@ -213,16 +230,14 @@ class _EdgeDot(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         a, b, index_a, index_b = ctx.saved_tensors
-        grad_a = grad_b = None
-        if ctx.needs_input_grad[0]:
-            grad_a = torch.zeros_like(a)
-            for c in _chunks(index_a.numel()):
-                grad_a.index_add_(0, index_a[c], grad[c].unsqueeze(-1) * b.index_select(0, index_b[c]))
-        if ctx.needs_input_grad[1]:
-            grad_b = torch.zeros_like(b)
-            for c in _chunks(index_a.numel()):
-                grad_b.index_add_(0, index_b[c], grad[c].unsqueeze(-1) * a.index_select(0, index_a[c]))
-        return grad_a, grad_b, None, None
+        grads = []
+        for x, index_x, other, index_other, wanted in ((a, index_a, b, index_b, ctx.needs_input_grad[0]),
+                                                       (b, index_b, a, index_a, ctx.needs_input_grad[1])):
+            sums = _RowSums(x, x.size(0)) if wanted else None
+            for c in _chunks(index_a.numel()) if wanted else ():
+                sums.add(index_x[c], grad[c].unsqueeze(-1) * other.index_select(0, index_other[c]))
+            grads.append(sums.result() if wanted else None)
+        return grads[0], grads[1], None, None
 
 
 class _WeightedEdgeSum(torch.autograd.Function):
@@ -230,23 +245,23 @@ class _WeightedEdgeSum(torch.autograd.Function):
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, source: torch.Tensor, slot: torch.Tensor,
                 num_slots: int) -> torch.Tensor:
         ctx.save_for_backward(x, weight, source, slot)
-        out = x.new_zeros(num_slots, x.size(-1))
+        sums = _RowSums(x, num_slots)
         for c in _chunks(source.numel()):
-            out.index_add_(0, slot[c], x.index_select(0, source[c]) * weight[c].unsqueeze(-1))
-        return out
+            sums.add(slot[c], x.index_select(0, source[c]) * weight[c].unsqueeze(-1))
+        return sums.result()
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         x, weight, source, slot = ctx.saved_tensors
-        grad_x = torch.zeros_like(x) if ctx.needs_input_grad[0] else None
+        grad_x = _RowSums(x, x.size(0)) if ctx.needs_input_grad[0] else None
         grad_weight = weight.new_empty(weight.shape) if ctx.needs_input_grad[1] else None
         for c in _chunks(source.numel()):
             grad_messages = grad.index_select(0, slot[c])
             if grad_x is not None:
-                grad_x.index_add_(0, source[c], grad_messages * weight[c].unsqueeze(-1))
+                grad_x.add(source[c], grad_messages * weight[c].unsqueeze(-1))
             if grad_weight is not None:
                 grad_weight[c] = (grad_messages * x.index_select(0, source[c])).sum(dim=-1)
-        return grad_x, grad_weight, None, None, None
+        return None if grad_x is None else grad_x.result(), grad_weight, None, None, None
 
 
 def edge_dot(a: torch.Tensor, b: torch.Tensor, index_a: torch.Tensor, index_b: torch.Tensor) -> torch.Tensor:

@@ -232,24 +232,26 @@ def test_weighted_rgcn_matches_a_hand_computation():
         conv(x, edge_index, torch.tensor([0, 4, 0, 0, 0, 0]))
 
 
-@pytest.mark.parametrize("chunk", [5, 4096])
-def test_chunked_edge_products_are_the_whole_edge_expressions_to_the_bit(monkeypatch, chunk):
+@pytest.mark.parametrize(("chunk", "dtype"), [(5, torch.float32), (4096, torch.float32), (5, torch.bfloat16)])
+def test_chunked_edge_products_are_the_whole_edge_expressions_to_the_bit(monkeypatch, chunk, dtype):
     from dialeval.modeling.dynaeval import modeling_dynaeval
 
     monkeypatch.setattr(modeling_dynaeval, "EDGE_CHUNK", chunk)  # 5: several chunks, the last one short
     g = torch.Generator().manual_seed(0)
     source, target = window_edges(torch.tensor([5, 1, 7, 4]), 2, 3)  # 70 edges over 17 nodes
     slot = target * 3 + torch.randint(0, 3, target.shape, generator=g)
-    a, b, weight = torch.randn(17, 6, generator=g), torch.randn(17, 6, generator=g), torch.rand(70, generator=g)
-    upstream = torch.randn(70, generator=g), torch.randn(51, 6, generator=g)
+    # a (and the weights, for the slot sums) in dtype, b in float32: products and gradients as torch casts them
+    a, b = torch.randn(17, 6, generator=g).to(dtype), torch.randn(17, 6, generator=g)
+    weight = torch.rand(70, generator=g).to(dtype)
+    upstream = torch.randn(70, generator=g), torch.randn(51, 6, generator=g).to(dtype)
 
     def run(chunked: bool) -> list[torch.Tensor]:
         x, y, w = (t.clone().requires_grad_() for t in (a, b, weight))
         if chunked:
             dots, sums = edge_dot(x, y, target, source), weighted_edge_sum(x, w, source, slot, 51)
         else:
-            dots = (x[target] * y[source]).sum(dim=-1)
-            sums = x.new_zeros(51, 6).index_add_(0, slot, x[source] * w.unsqueeze(-1))
+            dots = (x.index_select(0, target) * y.index_select(0, source)).sum(dim=-1)
+            sums = x.new_zeros(51, 6).index_add_(0, slot, x.index_select(0, source) * w.unsqueeze(-1))
         ((dots * upstream[0]).sum() + (sums * upstream[1]).sum()).backward()
         return [dots.detach(), sums.detach(), x.grad, y.grad, w.grad]
 
