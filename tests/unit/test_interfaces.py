@@ -76,16 +76,22 @@ def _fake_gradio() -> types.ModuleType:
     """Records what a Space asks gradio for (gradio itself is installed on a Space, not here)."""
     gr = types.ModuleType("gradio")
     gr.Textbox = lambda **kwargs: ("Textbox", kwargs)
+    gr.Dropdown = lambda **kwargs: ("Dropdown", kwargs)
     gr.Interface = lambda **kwargs: types.SimpleNamespace(**kwargs)
     return gr
 
 
-@pytest.mark.parametrize("metric,n_boxes", [("grade", 2), ("pone", 2), ("dynaeval", 1), ("bert_ruber", 3), ("rade", 3),
-                                            ("ensemble", 2)])
-def test_each_app_builds_its_form(monkeypatch, metric, n_boxes):
+@pytest.mark.parametrize("metric,n_boxes,checkpoints", [
+    ("grade", 2, None), ("pone", 2, None), ("dynaeval", 1, None), ("bert_ruber", 3, ["default", "base"]),
+    ("rade", 3, None), ("ensemble", 2, None)])
+def test_each_app_builds_its_form(monkeypatch, metric, n_boxes, checkpoints):
+    """Its text boxes, and a menu of the shipped checkpoints (default first) where the metric ships more than one."""
     monkeypatch.setitem(sys.modules, "gradio", _fake_gradio())
     demo = runpy.run_path(str(ROOT / "metrics" / metric / "app.py"))["demo"]
-    assert len(demo.inputs) == n_boxes and all(box[1]["label"] for box in demo.inputs)
+    boxes = [box for box in demo.inputs if box[0] == "Textbox"]
+    menus = [box[1] for box in demo.inputs if box[0] == "Dropdown"]
+    assert len(boxes) == n_boxes and all(box[1]["label"] for box in demo.inputs)
+    assert [(m["choices"], m["value"]) for m in menus] == ([(checkpoints, "default")] if checkpoints else [])
     assert demo.fn.__self__.metric == metric and demo.title
 
 
