@@ -10,7 +10,7 @@ from typing import Any
 
 from transformers import AutoConfig, PretrainedConfig
 
-from .configuration_shared import MINILM_L6_ENCODER_CONFIG, clean_encoder_config
+from .configuration_shared import MINILM_L6_ENCODER_CONFIG, clean_encoder_config, int8_weight_names
 
 #: Text vectors of the encoded pair (`GradeConfig.pooling`).
 POOLINGS = ("cls", "mean", "pair")
@@ -69,6 +69,9 @@ class GradeConfig(PretrainedConfig):
             adapted base weights stay frozen (so a small checkpoint holds the adapters, not the layers).
         lora_alpha (`float`, *optional*, defaults to 16.0): adapter scale numerator (the update is
             `alpha / rank * B @ A`).
+        int8_weights (`list[str]`, *optional*, defaults to `[]`): the linear modules whose weights the checkpoint
+            stores as int8 rows with a float32 scale per row (`dialeval checkpoint quantise`): the model builds them
+            as `Int8RowLinear`, for scoring only (they do not train).
     """
 
     model_type = "dialeval-grade"
@@ -98,6 +101,7 @@ class GradeConfig(PretrainedConfig):
         pooling: str = "cls",
         lora_rank: int = 0,
         lora_alpha: float = 16.0,
+        int8_weights: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         if encoder_type is None:
@@ -126,6 +130,7 @@ class GradeConfig(PretrainedConfig):
         self.pooling = pooling
         self.lora_rank = int(lora_rank)
         self.lora_alpha = float(lora_alpha)
+        self.int8_weights = int8_weight_names(int8_weights)
         if self.lora_rank < 0:
             raise ValueError(f"lora_rank must be >= 0, got {self.lora_rank}")
         if self.graph_hidden % self.gat_heads != 0:

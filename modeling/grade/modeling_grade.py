@@ -51,6 +51,7 @@ from .modeling_shared import (
     init_adapter,
     is_adapter_weight,
     masked_mean,
+    store_int8_rows,
     top_layer_states,
 )
 
@@ -241,6 +242,7 @@ class GradeModel(SmallCheckpointMixin, GradePreTrainedModel):
         dims = [fusion_in, *config.fusion_dims]
         self.fusion = nn.ModuleList(nn.Linear(dims[k], dims[k + 1]) for k in range(len(dims) - 1))
         self.scorer = nn.Linear(dims[-1], 1)
+        store_int8_rows(self, config.int8_weights)
         self.post_init()
 
     # -- forward ------------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any
 
 from transformers import AutoConfig, BertConfig, PretrainedConfig
 
-from .configuration_shared import MINILM_L6_ENCODER_CONFIG, clean_encoder_config
+from .configuration_shared import MINILM_L6_ENCODER_CONFIG, clean_encoder_config, int8_weight_names
 
 BACKBONES = ("bert", "seq2seq")
 POOLINGS = ("segments", "mean")
@@ -85,6 +85,9 @@ class RadeConfig(PretrainedConfig):
         lora_alpha (`float`, *optional*, defaults to 16.0): adapter scale numerator (the update is
             ``(lora_alpha / lora_rank) * B A``).
         encoder_weights_in_checkpoint (`bool`, *optional*, defaults to `True`): written by `save_pretrained`.
+        int8_weights (`list[str]`, *optional*, defaults to `[]`): the linear modules whose weights the checkpoint
+            stores as int8 rows with a float32 scale per row (`dialeval checkpoint quantise`): the model builds them
+            as `Int8RowLinear`, for scoring only (they do not train).
     """
 
     model_type = "dialeval-rade"
@@ -109,6 +112,7 @@ class RadeConfig(PretrainedConfig):
         lora_rank: int = 0,
         lora_alpha: float = 16.0,
         encoder_weights_in_checkpoint: bool = True,
+        int8_weights: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         if backbone not in BACKBONES:
@@ -145,6 +149,7 @@ class RadeConfig(PretrainedConfig):
         self.lora_rank = int(lora_rank)
         self.lora_alpha = float(lora_alpha)
         self.encoder_weights_in_checkpoint = bool(encoder_weights_in_checkpoint)
+        self.int8_weights = int8_weight_names(int8_weights)
         super().__init__(**kwargs)
 
     def pooled_dim(self, hidden: int) -> int:

@@ -32,6 +32,7 @@ from .modeling_shared import (
     is_adapter_weight,
     masked_mean,
     package_weights,
+    store_int8_rows,
     top_layer_prefixes,
     top_layer_states,
 )
@@ -110,6 +111,7 @@ class RadeModel(SmallCheckpointMixin, RadePreTrainedModel):
             layers += [nn.Dropout(config.regressor_dropout), nn.Linear(dims[k], dims[k + 1]), nn.Tanh()]
         layers += [nn.Dropout(config.regressor_dropout), nn.Linear(dims[-1], 2)]
         self.regressor = nn.Sequential(*layers)
+        store_int8_rows(self, config.int8_weights)
         self.post_init()
 
     def _encoder(self) -> nn.Module:

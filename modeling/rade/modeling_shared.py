@@ -20,7 +20,9 @@ What it holds:
 * the weights of a base encoder package (:func:`package_weights`) renamed into a model (:func:`bert_weights`,
   :func:`base_encoder_state_dict`);
 * :class:`SmallCheckpointMixin`: save only what training changed, and complete such a checkpoint from the base
-  encoder package when loading, with transformers' load report held back meanwhile (:class:`HeldLoadReport`).
+  encoder package when loading, with transformers' load report held back meanwhile (:class:`HeldLoadReport`);
+* weights stored as int8 rows (:func:`quantise_rows`, :func:`dequantise_rows`, :class:`Int8RowLinear`,
+  :func:`store_int8_rows`): the linear layers a config's ``int8_weights`` names, for a smaller scoring checkpoint.
 """
 
 from __future__ import annotations
@@ -187,6 +189,92 @@ def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of ``hidden`` [B, L, H] over the positions where ``mask`` [B, L] is non-zero (zeros where none is)."""
     weights = mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Weights stored as int8 rows
+# ---------------------------------------------------------------------------------------------------------------------
+
+#: The name of the buffer beside an int8 weight that holds the scale of each of its rows: ``<module>.weight_scale``.
+ROW_SCALE = "weight_scale"
+
+
+def quantise_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row of the 2-D ``x`` as int8 values times its own float32 scale: the scale is the row's largest magnitude
+    / 127, the values are round(x / scale) (halves to even), so the largest is +-127. A zero row stores zeros and
+    scale 0. The error per value is at most half a scale step (under 0.4% of the row's largest magnitude); half of
+    float16's bytes, plus a scale per row. Computed in float32: the same values whatever ``x``'s dtype, device."""
+    x = x.detach().to(torch.float32)
+    if x.dim() != 2:
+        raise ValueError(f"quantise_rows takes a 2-D tensor (rows), got shape {tuple(x.shape)}")
+    if x.numel() == 0:
+        return torch.zeros(x.shape, dtype=torch.int8, device=x.device), torch.zeros(len(x), device=x.device)
+    scale = x.abs().amax(dim=1) / 127
+    q = torch.where(scale[:, None] > 0, x / scale[:, None], torch.zeros_like(x))
+    return torch.round(q).clamp_(-127, 127).to(torch.int8), scale
+
+
+def dequantise_rows(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """float32 rows from :func:`quantise_rows`' int8 values and scales."""
+    return q.to(torch.float32) * scale.to(torch.float32)[:, None]
+
+
+class Int8RowLinear(nn.Module):
+    """A linear layer for scoring whose weight is stored as int8 rows (:func:`quantise_rows`): the buffers ``weight``
+    (int8 [out, in]) and ``weight_scale`` (:data:`ROW_SCALE`, float32 [out]), so a checkpoint's keys are those of the
+    ``nn.Linear`` it replaces plus the scale; the bias stays a float parameter. The forward dequantises the weight
+    (:func:`dequantise_rows`, in the input's dtype) and runs ``F.linear``.
+
+    Its weight cannot train: a forward in training mode with gradients on raises ``RuntimeError`` (train from the
+    float checkpoint the int8 one was made from)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.register_buffer("weight", torch.zeros(out_features, in_features, dtype=torch.int8))
+        self.register_buffer(ROW_SCALE, torch.zeros(out_features, dtype=torch.float32))
+        self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear) -> Int8RowLinear:
+        """``linear``'s weight quantised (:func:`quantise_rows`), its bias copied."""
+        module = cls(linear.in_features, linear.out_features, bias=linear.bias is not None)
+        q, scale = quantise_rows(linear.weight)
+        module.weight.copy_(q)
+        getattr(module, ROW_SCALE).copy_(scale)
+        if linear.bias is not None:
+            module.bias.data.copy_(linear.bias.detach())
+        return module.to(linear.weight.device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training and torch.is_grad_enabled():
+            raise RuntimeError(
+                "this layer's weight is stored as int8 rows (config.int8_weights), for scoring: it cannot train. "
+                "Train from the float checkpoint it was made from, or call model.eval()")
+        weight = dequantise_rows(self.weight, getattr(self, ROW_SCALE)).to(x.dtype)
+        return nn.functional.linear(x, weight, None if self.bias is None else self.bias.to(x.dtype))
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+                "int8 rows")
+
+
+def store_int8_rows(model: nn.Module, names) -> None:
+    """Replace each ``nn.Linear`` of ``model`` named in ``names`` (module names, as ``named_modules`` gives them; a
+    config's ``int8_weights``) by an :class:`Int8RowLinear` of the same shape; call in the model's ``__init__``,
+    before its weights are loaded. An error names a module that is missing or not a plain ``nn.Linear`` (an
+    adapter's :class:`LoRALinear` is not one)."""
+    for name in names:
+        try:
+            old = model.get_submodule(name)
+        except AttributeError:
+            raise ValueError(f"int8_weights names {name!r}, which is not a module of {type(model).__name__}") from None
+        if type(old) is not nn.Linear:
+            raise ValueError(f"int8_weights names {name!r}, a {type(old).__name__}: only a plain nn.Linear can be "
+                             "stored as int8 rows")
+        parent, _, child = name.rpartition(".")
+        setattr(model.get_submodule(parent) if parent else model, child,
+                Int8RowLinear(old.in_features, old.out_features, bias=old.bias is not None))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -366,6 +454,11 @@ class SmallCheckpointMixin:
             raise ValueError(
                 f"checkpoint {source} lacks {len(not_left_out)} weight(s) that training changes (non-encoder or "
                 f"trained weights), which no base encoder provides: {not_left_out[:10]}")
+        targets = {**dict(self.named_parameters()), **dict(self.named_buffers())}
+        int8 = [k for k in missing if targets[k].dtype == torch.int8]
+        if int8:
+            raise ValueError(f"checkpoint {source} lacks {len(int8)} weight(s) stored as int8 rows "
+                             f"(config.int8_weights), which only the checkpoint provides: {int8[:10]}")
         base_name = self.config.base_encoder
         if not base_name:
             raise ValueError(
@@ -377,7 +470,6 @@ class SmallCheckpointMixin:
             base = self.base_weights()
         finally:
             self.config.base_encoder = base_name
-        targets = {**dict(self.named_parameters()), **dict(self.named_buffers())}
         uncovered = [k for k in missing if k not in base or tuple(base[k].shape) != tuple(targets[k].shape)]
         if uncovered:
             raise ValueError(f"base encoder {base_name!r} does not provide {len(uncovered)} weight(s) in the shape "

@@ -231,6 +231,91 @@ def test_encoder_weights_in_checkpoint_follows_what_is_saved(tmp_path, trainable
     assert model.config.encoder_weights_in_checkpoint is True and model.config.use_decoder is True  # restored
 
 
+# -- weights stored as int8 rows ---------------------------------------------------------------------------------------
+
+
+def test_quantised_rows_stay_within_half_a_step_and_zero_rows_stay_zero():
+    """One scale per row, its largest magnitude / 127; every value within half a step; GRADE's node table uses the
+    same functions."""
+    from dialeval.metrics.grade import tables
+
+    assert tables.quantise_rows is shared.quantise_rows and tables.dequantise_rows is shared.dequantise_rows
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((200, 50)).astype(np.float32) * rng.uniform(1e-3, 10, size=(200, 1)).astype(np.float32)
+    x[7] = 0
+    q, scale = shared.quantise_rows(torch.from_numpy(x).to(torch.float16))
+    q, scale = q.numpy(), scale.numpy()
+    assert q.dtype == np.int8 and scale.dtype == np.float32
+    assert np.abs(q).max(axis=1)[np.arange(200) != 7].min() == 127
+    assert scale[7] == 0 and not q[7].any()
+    x16 = x.astype(np.float16).astype(np.float32)  # what was quantised
+    err = np.abs(shared.dequantise_rows(torch.from_numpy(q), torch.from_numpy(scale)).numpy() - x16)
+    assert (err <= scale[:, None] / 2 * (1 + 1e-5)).all()
+    assert (shared.quantise_rows(torch.zeros(0, 3))[0].shape, shared.quantise_rows(torch.zeros(2, 0))[1].tolist()
+            ) == ((0, 3), [0.0, 0.0])
+    with pytest.raises(ValueError, match="2-D"):
+        shared.quantise_rows(torch.zeros(3))
+
+
+def test_an_int8_row_linear_computes_with_its_dequantised_weight_and_refuses_to_train():
+    torch.manual_seed(0)
+    linear = nn.Linear(6, 4)
+    int8 = shared.Int8RowLinear.from_linear(linear).eval()
+    assert int8.weight.dtype == torch.int8 and int8.weight_scale.dtype == torch.float32
+    assert set(int8.state_dict()) == {"weight", "weight_scale", "bias"}
+    assert [n for n, _ in int8.named_parameters()] == ["bias"]
+    x = torch.randn(3, 6)
+    weight = shared.dequantise_rows(*shared.quantise_rows(linear.weight))
+    torch.testing.assert_close(int8(x), nn.functional.linear(x, weight, linear.bias), atol=0, rtol=0)
+    torch.testing.assert_close(int8(x), linear(x), atol=0.02, rtol=0)
+    assert int8(x.double()).dtype == torch.float64
+    int8.train()
+    with pytest.raises(RuntimeError, match="int8 rows.*cannot train"):
+        int8(x)
+    with torch.no_grad():
+        int8(x)  # a forward in training mode without gradients (e.g. a validation pass) is allowed
+
+
+def test_store_int8_rows_replaces_the_named_linear_layers_and_refuses_anything_else():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), shared.LoRALinear(4, 4, rank=1, alpha=1.0))
+    shared.store_int8_rows(model, ["0"])
+    assert type(model[0]) is shared.Int8RowLinear and type(model[2]) is shared.LoRALinear
+    with pytest.raises(ValueError, match="'1', a LayerNorm: only a plain nn.Linear"):
+        shared.store_int8_rows(model, ["1"])
+    with pytest.raises(ValueError, match="'2', a LoRALinear"):
+        shared.store_int8_rows(model, ["2"])
+    with pytest.raises(ValueError, match="'head', which is not a module of Sequential"):
+        shared.store_int8_rows(model, ["head"])
+
+
+def test_int8_weights_in_a_config_is_a_sorted_list_of_module_names():
+    from dialeval.modeling.grade import GradeConfig
+    from dialeval.modeling.rade import RadeConfig
+
+    for config_class in (GradeConfig, RadeConfig):
+        assert config_class().int8_weights == []
+        assert config_class(int8_weights=["b", "a", "b"]).int8_weights == ["a", "b"]
+        for bad in ("text_proj", [3], [""]):
+            with pytest.raises(ValueError, match="int8_weights must be a list of module names"):
+                config_class(int8_weights=bad)
+
+
+def test_a_missing_int8_weight_is_an_error_not_a_fill_from_the_base(tmp_path):
+    """An int8 weight comes from the checkpoint only: the base encoder's float weight of that name never fills it."""
+    from dialeval.modeling.grade import GradeConfig, GradeModel
+
+    torch.manual_seed(0)
+    name = "encoder.encoder.layer.0.output.dense"  # frozen (filled from the base) but for int8_weights
+    model = GradeModel(GradeConfig(encoder_config=TINY_ENCODER, base_encoder="no-such-encoder",
+                                   trainable_encoder_layers=1, use_graph=False, text_dim=6, fusion_dims=[4],
+                                   int8_weights=[name]))
+    model.save_pretrained(tmp_path / "ckpt", state_dict={k: v for k, v in model.state_dict().items()
+                                                         if k != f"{name}.weight"})
+    with pytest.raises(ValueError, match=f"lacks 1 weight.*stored as int8 rows.*{name}.weight"):
+        GradeModel.from_pretrained(tmp_path / "ckpt")
+
+
 # -- the "positive above negative, ties one half" share -------------------------------------------------------------
 
 

@@ -15,7 +15,8 @@ Tables
 Folder (format version 2) with ``nodes.txt.gz`` (one name per line, line = node id; gzip without a timestamp, so
 the bytes depend only on the names), ``graph.safetensors`` (``indptr`` int32, or int64 past 2**31 edges;
 ``indices`` int32, ``edge_relation`` int16), ``embeddings.safetensors`` (``embeddings_int8`` [N, D] and
-``row_scale`` float32 [N]: see :func:`quantise_rows`) and ``meta.json`` (format, source, counts, relations, embedding
+``row_scale`` float32 [N]: the shared model code's ``quantise_rows``, which also stores the int8 linear weights of
+a quantised checkpoint) and ``meta.json`` (format, source, counts, relations, embedding
 kind and dims, sha256 of the source files and of the saved files, settings). For ConceptNet-100K with reverse
 edges: nodes.txt.gz 0.4 MB, graph.safetensors 1.5 MB, embeddings.safetensors 4.2 MB, meta.json 3 kB; loading takes
 0.1 s. Version 1 stored the names as plain text, ``indptr`` as int64 and the vectors in fp16 (11.0 MB in all);
@@ -38,14 +39,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from ...modeling.grade.modeling_shared import dequantise_rows, quantise_rows
 from .cache import default_cache_dir, sha256_file
 from .conceptnet import CN100K_FILES, CN100K_FOLDER
 from .graph import DEFAULT_MAX_DEPTH, DEFAULT_UNLIMITED_HOP, ConceptGraph
 from .node_embeddings import DEFAULT_EMBEDDING, node_embeddings, unit_rows
 
-__all__ = ["MAX_TABLE_FILE_BYTES", "TABLES_FORMAT", "TABLES_VERSION", "GraphTables", "dequantise_rows",
-           "quantise_rows"]
+__all__ = ["MAX_TABLE_FILE_BYTES", "TABLES_FORMAT", "TABLES_VERSION", "GraphTables"]
 
 TABLES_FORMAT = "dialeval-grade-graph-tables"
 TABLES_VERSION = 2
@@ -54,25 +56,10 @@ MAX_TABLE_FILE_BYTES = 10 * 1024 * 1024
 NODES_FILE = "nodes.txt.gz"
 
 
-def quantise_rows(embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row as int8 values times its own float32 scale: the scale is the row's largest magnitude / 127, the
-    values are round(x / scale), so the largest is +-127. A zero row stores zeros and scale 0. The error per value
-    is at most half a scale step (under 0.4% of the row's largest magnitude); half of fp16's bytes, plus a scale."""
-    x = np.asarray(embeddings, dtype=np.float32)
-    scale = np.abs(x).max(axis=1) / np.float32(127) if x.size else np.zeros(len(x), np.float32)
-    q = np.divide(x, scale[:, None], out=np.zeros_like(x), where=scale[:, None] > 0)
-    return np.clip(np.rint(q), -127, 127).astype(np.int8), scale.astype(np.float32)
-
-
-def dequantise_rows(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """float32 rows from :func:`quantise_rows`' int8 values and scales."""
-    return q.astype(np.float32) * np.asarray(scale, dtype=np.float32)[:, None]
-
-
 class GraphTables:
     """Graph + node embeddings + the queries GRADE features need (alignment, hops, neighbour features).
 
-    ``embeddings``: float vectors [N, D], quantised here (:func:`quantise_rows`), or the int8 rows of a saved
+    ``embeddings``: float vectors [N, D], quantised here (``quantise_rows``), or the int8 rows of a saved
     table with their ``row_scale``. They are kept in memory as the float32 values of the int8 rows and scales that
     are saved, so a built table and its reloaded copy give identical features.
     """
@@ -92,8 +79,10 @@ class GraphTables:
         self.graph = graph
         if row_scale is not None and (embeddings.dtype != np.int8 or row_scale.shape != (embeddings.shape[0],)):
             raise ValueError("with row_scale, embeddings must be int8 rows, one scale per row")
-        self._stored = (embeddings, row_scale) if row_scale is not None else quantise_rows(embeddings)
-        self.embeddings = dequantise_rows(*self._stored)
+        if row_scale is None:
+            embeddings, row_scale = (t.numpy() for t in quantise_rows(torch.from_numpy(np.asarray(embeddings))))
+        self._stored = (embeddings, row_scale)
+        self.embeddings = dequantise_rows(torch.from_numpy(embeddings), torch.from_numpy(row_scale)).numpy()
         self._unit = unit_rows(self.embeddings)
         self._nonzero = np.abs(self.embeddings).sum(axis=1) > 0
         self.meta: dict[str, Any] = dict(meta or {})
