@@ -156,6 +156,27 @@ def checkpoint_half(
         typer.echo(f"{folder}: {before:,} -> {after:,} bytes")
 
 
+@checkpoint_app.command("quantise")
+def checkpoint_quantise(
+    checkpoint: Annotated[list[Path], typer.Option(help=(
+        "Checkpoint folder (holds config.json and model.safetensors); may be repeated."))],
+    min_params: Annotated[int, typer.Option(min=1, help=(
+        "Convert the linear layers with at least this many weights; smaller ones stay float16."))] = 65_536,
+) -> None:
+    """Store the weights of a checkpoint's large linear layers as int8 rows (a float32 scale per row), in place: the
+    config lists them (int8_weights), training.json records the step; for scoring, they cannot train
+    (dialeval.training.quantise)."""
+    from ..training.quantise import quantise_checkpoint
+
+    for folder in checkpoint:
+        done = quantise_checkpoint(folder, min_params)
+        if not done.modules:
+            typer.echo(f"{folder}: no float linear weight of {min_params:,} numbers or more is left; unchanged")
+            continue
+        typer.echo(f"{folder}: {done.before:,} -> {done.after:,} bytes ({len(done.modules)} linear weights as int8 "
+                   f"rows: {', '.join(done.modules)})")
+
+
 @checkpoint_app.command("calibrate")
 def checkpoint_calibrate(
     checkpoint: Annotated[Path, typer.Option(help="Checkpoint folder (holds config.json).")],

@@ -2,8 +2,9 @@
 
 The training commands already write their ``best/`` in float16 (:func:`dialeval.training.loop.half_state_dict`);
 this converts a checkpoint written before they did, in place, with the same rule: floating-point tensors become
-float16, the others are kept, and the file's metadata is kept. ``config.json`` is not touched: its ``dtype`` stays
-what the model computes in, so loading casts the stored values back up.
+float16 (the row scales of int8 weights excepted), the others are kept, and the file's metadata is kept.
+``config.json`` is not touched: its ``dtype`` stays what the model computes in, so loading casts the stored values
+back up.
 """
 
 from __future__ import annotations

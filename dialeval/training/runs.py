@@ -337,6 +337,9 @@ class RunRecordError(DialevalError, ValueError):
 
 #: The file a shipped checkpoint folder carries beside its weights: how it was trained, against its paper's budget.
 TRAINING_RECORD = "training.json"
+#: The field of ``training.json`` that lists the conversions of the checkpoint after training (``dialeval checkpoint
+#: quantise``, :mod:`dialeval.training.quantise`): a record written again keeps it while the config still says so.
+CONVERSIONS_FIELD = "quantised"
 
 
 def _seconds(summary: dict[str, Any]) -> float | None:
@@ -441,10 +444,15 @@ def training_record(run_folder: str | Path, *, command: str, commit: str, beside
 
 
 def write_training_record(run_folder: str | Path, checkpoint: str | Path, **fields: Any) -> Path:
-    """Write :func:`training_record` of ``run_folder`` into ``checkpoint``/``training.json``; returns its path."""
+    """Write :func:`training_record` of ``run_folder`` into ``checkpoint``/``training.json``; returns its path. The
+    conversions an earlier record lists (:data:`CONVERSIONS_FIELD`) are kept while the checkpoint's config still
+    stores weights as int8 rows (``int8_weights``): they are part of how the checkpoint was made."""
     record = training_record(run_folder, **fields)
     path = Path(checkpoint) / TRAINING_RECORD
     if not (Path(checkpoint) / "config.json").is_file():
         raise RunRecordError(f"{checkpoint} is not a checkpoint folder (no config.json)")
+    earlier = _json(path) or {}
+    if earlier.get(CONVERSIONS_FIELD) and (_json(Path(checkpoint) / "config.json") or {}).get("int8_weights"):
+        record[CONVERSIONS_FIELD] = earlier[CONVERSIONS_FIELD]
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return path

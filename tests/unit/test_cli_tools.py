@@ -25,6 +25,7 @@ COMMANDS = {
     ("bench", "dynaeval"): {"--checkpoint": None, "--batch-size": 32, "--data-dir": None, "--threads": None,
                             "--json": None},
     ("checkpoint", "half"): {"--checkpoint": None},
+    ("checkpoint", "quantise"): {"--checkpoint": None, "--min-params": 65_536},
     ("checkpoint", "calibrate"): {"--checkpoint": None, "--data-dir": None, "--seed": None,
                                   "--max-val-positives": None, "--embedding-dir": None},
     ("grade", "coverage"): {"--data-dir": None, "--cache-dir": None, "--embedding": "minilm-pca50-retrofit",
@@ -50,7 +51,7 @@ def _options(path: tuple[str, ...]) -> dict:
 
 @pytest.mark.parametrize("group,names", [((), ["bench", "checkpoint", "grade"]),
                                          (("bench",), ["bertscore", "grade", "dynaeval", "ensemble"]),
-                                         (("checkpoint",), ["half", "calibrate"]),
+                                         (("checkpoint",), ["half", "quantise", "calibrate"]),
                                          (("grade",), ["coverage", "graph"]),
                                          (("grade", "graph"), ["build", "measure"])])
 def test_each_group_lists_its_commands(group, names):
@@ -73,6 +74,7 @@ def test_options_and_defaults_are_those_of_the_old_scripts(path):
 
 def test_checkpoint_options_that_were_required_still_are():
     assert _options(("checkpoint", "half"))["--checkpoint"].required
+    assert _options(("checkpoint", "quantise"))["--checkpoint"].required
     assert _options(("checkpoint", "calibrate"))["--checkpoint"].required
     assert not _options(("checkpoint", "calibrate"))["--seed"].required
 

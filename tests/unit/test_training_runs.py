@@ -215,6 +215,16 @@ def test_a_shipped_checkpoint_records_its_finished_run_against_the_papers_budget
                   summary={"finished": True, "steps": 5400, "train_seconds": 0.0})
     with pytest.raises(RunRecordError, match="may cover its last call only"):
         write_training_record(unsaid, checkpoint, **fields)
+    # a record written again keeps the conversions after training (dialeval checkpoint quantise) while the config
+    # still stores int8 weights, and drops them once it does not (a new float checkpoint in the folder)
+    from dialeval.training.runs import CONVERSIONS_FIELD
+
+    steps = [{"command": "dialeval checkpoint quantise --checkpoint CHECKPOINT --min-params 65536"}]
+    _write(checkpoint, "training.json", {**record, CONVERSIONS_FIELD: steps})
+    _write(checkpoint, "config.json", {"int8_weights": ["text_proj"]})
+    assert json.loads(write_training_record(looped, checkpoint, **fields).read_text())[CONVERSIONS_FIELD] == steps
+    _write(checkpoint, "config.json", {})
+    assert CONVERSIONS_FIELD not in json.loads(write_training_record(looped, checkpoint, **fields).read_text())
 
 
 def test_a_stage_two_record_carries_the_stage_one_run_it_started_from(tmp_path):

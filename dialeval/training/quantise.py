@@ -1,0 +1,114 @@
+"""Store a checkpoint's large linear weights as int8 rows: ``dialeval checkpoint quantise --checkpoint DIR``.
+
+Every ``nn.Linear`` of the checkpoint's model whose weight the checkpoint stores and has at least ``min_params``
+numbers (default :data:`DEFAULT_MIN_PARAMS`: smaller layers, biases and LayerNorms stay float16) gets its weight as
+int8 values with a float32 scale per output row (``quantise_rows`` of the shared model code, the scheme of GRADE's
+node table): ``<module>.weight`` int8 and ``<module>.weight_scale`` float32 in ``model.safetensors``, and the
+module's name in the config's ``int8_weights``, so the model builds that layer as an ``Int8RowLinear``. Each value
+moves by at most half a step of its row (under 0.4% of the row's largest magnitude); the file shrinks by about half
+of those weights' float16 bytes. Such a checkpoint is for scoring: its int8 layers refuse to train.
+
+The conversion is in place and reproducible (the same folder gives the same bytes). ``training.json``, where the
+folder has one, records it under :data:`~dialeval.training.runs.CONVERSIONS_FIELD` (the command, the modules, the
+file's bytes before and after), after the training run's record: the checkpoint's history reads training, then this
+step.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+from torch import nn
+
+from ..errors import CheckpointNotFoundError
+from ..modeling.grade.configuration_shared import int8_weight_names
+from ..modeling.grade.modeling_shared import ROW_SCALE, quantise_rows
+from .half import WEIGHTS
+from .runs import CONVERSIONS_FIELD, TRAINING_RECORD
+
+#: Linear layers with fewer numbers than this keep their float weights (``dialeval checkpoint quantise``'s default):
+#: GRADE's GAT projections of 300 x 300 and larger become int8; its node initialisers of 50 x 300 and scorer do not.
+DEFAULT_MIN_PARAMS = 65_536
+CONFIG = "config.json"
+
+
+@dataclass(frozen=True)
+class Quantised:
+    """What :func:`quantise_checkpoint` did: ``model.safetensors`` bytes before and after, and the modules it
+    converted (none: nothing was left to convert and no file changed)."""
+
+    before: int
+    after: int
+    modules: list[str]
+
+
+def checkpoint_model_class(folder: Path, config: dict) -> type:
+    """The learned metric's model class of the checkpoint whose ``config.json`` is ``config`` (by its
+    ``model_type``)."""
+    from ..scoring.registry import all_specs
+    from ..scoring.spec import ExportSpec, import_object
+
+    classes = [import_object(spec.export.model_class) for spec in all_specs() if isinstance(spec.export, ExportSpec)]
+    for model_class in classes:
+        if model_class.config_class.model_type == config.get("model_type"):
+            return model_class
+    raise CheckpointNotFoundError(
+        f"{folder}: model type {config.get('model_type')!r} is not one of the learned metrics' "
+        f"({', '.join(sorted(c.config_class.model_type for c in classes))})")
+
+
+def quantise_checkpoint(checkpoint: str | Path, min_params: int = DEFAULT_MIN_PARAMS) -> Quantised:
+    """Store the weights of every plain ``nn.Linear`` of the checkpoint's model that the checkpoint holds and that
+    has at least ``min_params`` numbers as int8 rows, in place (see the module docstring). Layers already stored so
+    stay as they are; a folder with nothing left to convert is left untouched."""
+    folder = Path(checkpoint)
+    weights, config_path = folder / WEIGHTS, folder / CONFIG
+    if not weights.is_file() or not config_path.is_file():
+        raise CheckpointNotFoundError(f"{folder} is not a checkpoint folder (it needs {CONFIG} and {WEIGHTS})")
+    if min_params < 1:
+        raise ValueError(f"min_params must be at least 1, got {min_params}")
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    model_class = checkpoint_model_class(folder, config)
+    with torch.device("meta"):  # the modules' names and shapes only
+        model = model_class(model_class.config_class.from_pretrained(folder))
+    with safe_open(str(weights), "pt") as fh:
+        metadata = fh.metadata()
+        state = {key: fh.get_tensor(key) for key in fh.keys()}  # noqa: SIM118 (a safetensors handle)
+    modules = sorted(name for name, module in model.named_modules()
+                     if type(module) is nn.Linear and module.weight.numel() >= min_params
+                     and f"{name}.weight" in state)
+    before = weights.stat().st_size
+    if not modules:
+        return Quantised(before, before, [])
+    for name in modules:
+        stored, shape = state[f"{name}.weight"], tuple(model.get_submodule(name).weight.shape)
+        if tuple(stored.shape) != shape or not stored.is_floating_point():
+            raise CheckpointNotFoundError(f"{weights}: {name}.weight is {stored.dtype} {tuple(stored.shape)}, not "
+                                          f"the float weight {shape} the config builds")
+        state[f"{name}.weight"], state[f"{name}.{ROW_SCALE}"] = quantise_rows(stored)
+    tmp = weights.with_suffix(".tmp")
+    save_file({k: v.contiguous() for k, v in state.items()}, str(tmp), metadata=metadata)
+    tmp.replace(weights)
+    config["int8_weights"] = int8_weight_names([*config.get("int8_weights", []), *modules])
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    done = Quantised(before, weights.stat().st_size, modules)
+    _record(folder, min_params, done)
+    return done
+
+
+def _record(folder: Path, min_params: int, done: Quantised) -> None:
+    """Add the conversion to the folder's ``training.json`` (``CONVERSIONS_FIELD``), where it has one."""
+    path = folder / TRAINING_RECORD
+    if not path.is_file():
+        return
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record.setdefault(CONVERSIONS_FIELD, []).append({
+        "command": f"dialeval checkpoint quantise --checkpoint CHECKPOINT --min-params {min_params}",
+        "format": "int8 rows, one float32 scale per row", "modules": done.modules,
+        "bytes_before": done.before, "bytes_after": done.after})
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
