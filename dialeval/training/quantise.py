@@ -93,6 +93,7 @@ def quantise_checkpoint(checkpoint: str | Path, min_params: int = DEFAULT_MIN_PA
         state[f"{name}.weight"], state[f"{name}.{ROW_SCALE}"] = quantise_rows(stored)
     tmp = weights.with_suffix(".tmp")
     save_file({k: v.contiguous() for k, v in state.items()}, str(tmp), metadata=metadata)
+    tmp.chmod(weights.stat().st_mode & 0o777)  # safetensors writes 0600: keep the file readable as it was
     tmp.replace(weights)
     config["int8_weights"] = int8_weight_names([*config.get("int8_weights", []), *modules])
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -56,7 +56,9 @@ def checkpoint(tmp_path) -> Path:
 def test_quantise_stores_the_large_linear_weights_as_int8_rows_and_the_model_loads_them(checkpoint):
     before = _tensors(checkpoint)
     floats = _scores(checkpoint)
+    (checkpoint / "model.safetensors").chmod(0o644)
     done = quantise_checkpoint(checkpoint, min_params=1000)
+    assert (checkpoint / "model.safetensors").stat().st_mode & 0o777 == 0o644
     assert done.modules == LARGE and done.before > done.after == (checkpoint / "model.safetensors").stat().st_size
     after = _tensors(checkpoint)
     assert set(after) == set(before) | {f"{name}.weight_scale" for name in LARGE}
