@@ -162,6 +162,9 @@ def checkpoint_quantise(
         "Checkpoint folder (holds config.json and model.safetensors); may be repeated."))],
     min_params: Annotated[int, typer.Option(min=1, help=(
         "Convert the linear layers with at least this many weights; smaller ones stay float16."))] = 65_536,
+    only: Annotated[Optional[list[str]], typer.Option(help=(
+        "Convert only the layers whose module names start with this prefix (e.g. encoder.); may be repeated."))
+                    ] = None,
 ) -> None:
     """Store the weights of a checkpoint's large linear layers as int8 rows (a float32 scale per row), in place: the
     config lists them (int8_weights), training.json records the step; for scoring, they cannot train
@@ -169,7 +172,7 @@ def checkpoint_quantise(
     from ..training.quantise import quantise_checkpoint
 
     for folder in checkpoint:
-        done = quantise_checkpoint(folder, min_params)
+        done = quantise_checkpoint(folder, min_params, only or ())
         if not done.modules:
             typer.echo(f"{folder}: no float linear weight of {min_params:,} numbers or more is left; unchanged")
             continue

@@ -17,6 +17,7 @@ step.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,10 +63,12 @@ def checkpoint_model_class(folder: Path, config: dict) -> type:
         f"({', '.join(sorted(c.config_class.model_type for c in classes))})")
 
 
-def quantise_checkpoint(checkpoint: str | Path, min_params: int = DEFAULT_MIN_PARAMS) -> Quantised:
+def quantise_checkpoint(checkpoint: str | Path, min_params: int = DEFAULT_MIN_PARAMS,
+                        only: Sequence[str] = ()) -> Quantised:
     """Store the weights of every plain ``nn.Linear`` of the checkpoint's model that the checkpoint holds and that
-    has at least ``min_params`` numbers as int8 rows, in place (see the module docstring). Layers already stored so
-    stay as they are; a folder with nothing left to convert is left untouched."""
+    has at least ``min_params`` numbers as int8 rows, in place (see the module docstring); with ``only``, of those
+    whose module names start with one of these prefixes (to measure what part of the model an int8 change comes
+    from). Layers already stored so stay as they are; a folder with nothing left to convert is left untouched."""
     folder = Path(checkpoint)
     weights, config_path = folder / WEIGHTS, folder / CONFIG
     if not weights.is_file() or not config_path.is_file():
@@ -81,7 +84,7 @@ def quantise_checkpoint(checkpoint: str | Path, min_params: int = DEFAULT_MIN_PA
         state = {key: fh.get_tensor(key) for key in fh.keys()}  # noqa: SIM118 (a safetensors handle)
     modules = sorted(name for name, module in model.named_modules()
                      if type(module) is nn.Linear and module.weight.numel() >= min_params
-                     and f"{name}.weight" in state)
+                     and f"{name}.weight" in state and (not only or name.startswith(tuple(only))))
     before = weights.stat().st_size
     if not modules:
         return Quantised(before, before, [])
@@ -98,18 +101,19 @@ def quantise_checkpoint(checkpoint: str | Path, min_params: int = DEFAULT_MIN_PA
     config["int8_weights"] = int8_weight_names([*config.get("int8_weights", []), *modules])
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     done = Quantised(before, weights.stat().st_size, modules)
-    _record(folder, min_params, done)
+    _record(folder, min_params, only, done)
     return done
 
 
-def _record(folder: Path, min_params: int, done: Quantised) -> None:
+def _record(folder: Path, min_params: int, only: Sequence[str], done: Quantised) -> None:
     """Add the conversion to the folder's ``training.json`` (``CONVERSIONS_FIELD``), where it has one."""
     path = folder / TRAINING_RECORD
     if not path.is_file():
         return
     record = json.loads(path.read_text(encoding="utf-8"))
     record.setdefault(CONVERSIONS_FIELD, []).append({
-        "command": f"dialeval checkpoint quantise --checkpoint CHECKPOINT --min-params {min_params}",
+        "command": f"dialeval checkpoint quantise --checkpoint CHECKPOINT --min-params {min_params}"
+                   + "".join(f" --only {prefix}" for prefix in only),
         "format": "int8 rows, one float32 scale per row", "modules": done.modules,
         "bytes_before": done.before, "bytes_after": done.after})
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

@@ -25,7 +25,7 @@ COMMANDS = {
     ("bench", "dynaeval"): {"--checkpoint": None, "--batch-size": 32, "--data-dir": None, "--threads": None,
                             "--json": None},
     ("checkpoint", "half"): {"--checkpoint": None},
-    ("checkpoint", "quantise"): {"--checkpoint": None, "--min-params": 65_536},
+    ("checkpoint", "quantise"): {"--checkpoint": None, "--min-params": 65_536, "--only": None},
     ("checkpoint", "calibrate"): {"--checkpoint": None, "--data-dir": None, "--seed": None,
                                   "--max-val-positives": None, "--embedding-dir": None},
     ("grade", "coverage"): {"--data-dir": None, "--cache-dir": None, "--embedding": "minilm-pca50-retrofit",

@@ -107,6 +107,20 @@ def test_quantise_is_reproducible_and_converts_only_what_is_left(checkpoint, tmp
         LARGE, ["text_proj"]]
 
 
+def test_only_converts_the_modules_under_the_given_prefixes(checkpoint, tmp_path):
+    twin = tmp_path / "twin"
+    shutil.copytree(checkpoint, twin)
+    done = quantise_checkpoint(checkpoint, min_params=1000, only=["encoder.encoder.layer.1.", "text_proj"])
+    assert done.modules == [name for name in LARGE if name.startswith("encoder.encoder.layer.1.")]
+    record = json.loads((checkpoint / "training.json").read_text())[CONVERSIONS_FIELD][0]
+    assert record["command"].endswith("--min-params 1000 --only encoder.encoder.layer.1. --only text_proj")
+    res = CliRunner().invoke(app, ["checkpoint", "quantise", "--checkpoint", str(twin), "--min-params", "1000",
+                                   "--only", "encoder.encoder.layer.1.", "--only", "text_proj"])
+    assert res.exit_code == 0, res.output
+    for name in ("model.safetensors", "config.json", "training.json"):  # the command is the function
+        assert (checkpoint / name).read_bytes() == (twin / name).read_bytes(), name
+
+
 def test_a_quantised_checkpoint_is_for_scoring_its_int8_layers_refuse_to_train(checkpoint):
     quantise_checkpoint(checkpoint, min_params=1000)
     model = load_pretrained(GradeModel, checkpoint, dtype=torch.float32).train()
