@@ -185,7 +185,8 @@ class GradePreTrainedModel(PreTrainedModel):
         if isinstance(module, HopGATConv):
             w_bound = _XAVIER_GAIN * math.sqrt(6.0 / (module.in_dim + module.head_dim))
             a_bound = _XAVIER_GAIN * math.sqrt(6.0 / (2 * module.head_dim + 1))
-            init.uniform_(module.lin.weight, -w_bound, w_bound)
+            if isinstance(module.lin, nn.Linear):  # not an int8 layer (config.int8_weights), which only loading fills
+                init.uniform_(module.lin.weight, -w_bound, w_bound)
             init.uniform_(module.att, -a_bound, a_bound)
         elif isinstance(module, nn.Linear):
             init.kaiming_uniform_(module.weight, a=math.sqrt(5))

@@ -289,6 +289,26 @@ def test_store_int8_rows_replaces_the_named_linear_layers_and_refuses_anything_e
         shared.store_int8_rows(model, ["head"])
 
 
+def test_models_build_the_linear_layers_their_config_names_as_int8_layers():
+    """Built from a config (not only loaded), whatever layer it names: GRADE's graph attention projection too, which
+    its own weight init would otherwise draw into."""
+    from dialeval.modeling.grade import GradeConfig, GradeModel
+    from dialeval.modeling.rade import RadeConfig, RadeModel
+
+    int8 = ["gat_layers.0.lin", "fusion.0", "encoder.encoder.layer.2.output.dense"]
+    grade = GradeModel(GradeConfig(encoder_config=TINY_ENCODER, base_encoder="", node_feature_dim=4, graph_hidden=8,
+                                   gat_layers=1, gat_heads=2, readout_dim=6, text_dim=6, fusion_dims=[4],
+                                   int8_weights=int8))
+    rade = RadeModel(RadeConfig(encoder_config=TINY_ENCODER, base_encoder="", regressor_dims=[4], use_decoder=False,
+                                int8_weights=["regressor.1"]))
+    for model, names in ((grade, set(int8)), (rade, {"regressor.1"})):  # each folder's own copy of the class
+        assert {n for n, m in model.named_modules() if type(m).__name__ == "Int8RowLinear"} == names
+        assert all(model.state_dict()[f"{n}.weight"].dtype == torch.int8 for n in names)
+    with pytest.raises(ValueError, match="'regressor.0', a Dropout"):
+        RadeModel(RadeConfig(encoder_config=TINY_ENCODER, base_encoder="", regressor_dims=[4], use_decoder=False,
+                             int8_weights=["regressor.0"]))
+
+
 def test_int8_weights_in_a_config_is_a_sorted_list_of_module_names():
     from dialeval.modeling.grade import GradeConfig
     from dialeval.modeling.rade import RadeConfig
