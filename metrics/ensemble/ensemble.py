@@ -34,8 +34,9 @@ _ARGUMENTS = """\
     predictions (`list` of `str`): the responses to score.
     contexts (`list` of `list` of `str`): for each response, its context turns, oldest first. A single string per
         item is accepted too.
-    member_set (`str`, optional): "full" (default), "fast" (the members that share one MiniLM encoder pass) or
-        "full+length" (`full` and the reply's length).
+    member_set (`str`, optional): "full" (default), "fast" (the members that share one MiniLM encoder pass),
+        "base" (`full` with BERT-RUBER's all-mpnet-base-v2 head: `dialeval encoders install all-mpnet-base-v2`)
+        or "full+length" (`full` and the reply's length).
     batch_size (`int`, optional): items per member batch (default 32). Scores do not depend on it.
 """
 

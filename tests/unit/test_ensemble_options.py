@@ -9,7 +9,14 @@ import pytest
 from dialeval.metrics.ensemble.combiners import Combiner
 from dialeval.metrics.ensemble.members import dialogue_combiner
 from dialeval.metrics.ensemble.options import EnsembleLooOptions, EnsembleTrainingOptions
-from dialeval.metrics.ensemble.roster import CONTROLS, MEMBER_SETS, MEMBERS, WITH_REFERENCES, dialogue_members
+from dialeval.metrics.ensemble.roster import (
+    CONTROLS,
+    MEMBER_SETS,
+    MEMBERS,
+    WITH_REFERENCES,
+    MemberSpec,
+    dialogue_members,
+)
 from dialeval.training.options import TrainingOptionsError
 
 
@@ -18,6 +25,15 @@ def test_only_the_counterpart_with_references_reads_them():
         reads = any(MEMBERS[m].reads_references for m in members)
         assert reads == (name in WITH_REFERENCES.values()), name
     assert set(MEMBER_SETS["fast"]) <= set(MEMBER_SETS["full"])
+
+
+def test_the_base_set_is_full_with_bert_rubers_base_head_in_place_of_its_minilm_head():
+    assert MEMBER_SETS["base"] == tuple("bert_ruber_unref_base" if m == "bert_ruber_unref" else m
+                                        for m in MEMBER_SETS["full"])
+    base = MEMBERS["bert_ruber_unref_base"]
+    assert (base.metric, dict(base.options), base.levels) == ("bert_ruber_unref", {"checkpoint": "base"},
+                                                             ("turn", "dialogue"))
+    assert MemberSpec.from_json(base.to_json(), where="config.json") == base  # the checkpoint keeps the option
 
 
 def test_a_control_is_only_in_the_set_that_names_it():
@@ -45,6 +61,8 @@ def test_the_dialogue_weights_are_the_turn_weights_with_length_shared_by_turn_co
     (dict(full_members="grade,turn_count"), "turn_count is a dialogue-level member"),
     (dict(full_members="grade,utterance_length"), "full_members: utterance_length is a control"),
     (dict(fast_members="pone,utterance_length"), "fast_members: utterance_length is a control"),
+    (dict(base_members="grade,rade"), "base_members: a member that reads references cannot be in 'base'"),
+    (dict(base_members="grade,utterance_length"), "base_members: utterance_length is a control"),
 ])
 def test_options_the_ensemble_cannot_use_are_refused_naming_the_option(bad, message):
     with pytest.raises(TrainingOptionsError, match=message):
@@ -70,7 +88,7 @@ def test_the_ensemble_offers_none_of_the_loops_options(command):
 
 def test_the_member_sets_of_the_options():
     lists = EnsembleTrainingOptions(output_dir="runs/x").member_lists()
-    assert lists == {name: MEMBER_SETS[name] for name in ("full", "fast", "full+rade", "full+length")}
+    assert lists == {name: MEMBER_SETS[name] for name in ("full", "fast", "base", "full+rade", "full+length")}
     custom = EnsembleLooOptions(output_dir="runs/x", members="pone,amr_eval").member_lists()
     assert custom == {"custom": ("pone", "amr_eval")}
     assert EnsembleTrainingOptions(output_dir="runs/x", full_members="grade,pone").member_lists()["full+length"] == (

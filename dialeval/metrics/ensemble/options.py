@@ -56,6 +56,9 @@ class EnsembleTrainingOptions(RecipeOptions):
                                     "the member rule decides which enter).")
     fast_members: str = option(",".join(MEMBER_SETS["fast"]), help="Members the set 'fast' may use "
                                                                    "(comma-separated).")
+    base_members: str = option(",".join(MEMBER_SETS["base"]),
+                               help="Members the set 'base' may use (comma-separated; its BERT-RUBER head reads "
+                                    "all-mpnet-base-v2: dialeval encoders install all-mpnet-base-v2).")
     reference_members: str = option(
         ",".join(m for m in MEMBER_SETS[WITH_REFERENCES["full"]] if m not in MEMBER_SETS["full"]),
         help="Members added to 'full' in its counterpart with references (read only with use_references=True).")
@@ -85,14 +88,18 @@ class EnsembleTrainingOptions(RecipeOptions):
             raise TrainingOptionsError("full_members: a member that reads references joins through "
                                        "reference_members, never by default")
         fast = parse_members(self.fast_members, "fast_members")
-        if any(MEMBERS[m].reads_references for m in fast):
-            raise TrainingOptionsError("fast_members: a member that reads references cannot be in 'fast'")
-        for what, names in (("full_members", full), ("fast_members", fast)):
+        base = parse_members(self.base_members, "base_members")
+        for what, names in (("fast_members", fast), ("base_members", base)):
+            if any(MEMBERS[m].reads_references for m in names):
+                raise TrainingOptionsError(f"{what}: a member that reads references cannot be in "
+                                           f"'{what.removesuffix('_members')}'")
+        for what, names in (("full_members", full), ("fast_members", fast), ("base_members", base)):
             if any(m in CONTROLS for m in names):
                 raise TrainingOptionsError(f"{what}: {next(m for m in names if m in CONTROLS)} is a control (its "
                                            "agreement with humans changes sign); it joins only 'full+length'")
         length = tuple(m for m in MEMBER_SETS["full+length"] if m in CONTROLS)
-        return {"full": full, "fast": fast, WITH_REFERENCES["full"]: (*full, *refs), "full+length": (*full, *length)}
+        return {"full": full, "fast": fast, "base": base, WITH_REFERENCES["full"]: (*full, *refs),
+                "full+length": (*full, *length)}
 
 
 @dataclass(kw_only=True)

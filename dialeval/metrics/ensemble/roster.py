@@ -2,6 +2,9 @@
 (:data:`MEMBER_SETS`), the controls (:data:`CONTROLS`) and how the dialogue level maps onto them. Light to import (no
 torch, no model): the training options and the command line read it.
 
+A member is a registry metric with options (``bert_ruber_unref_base`` is ``bert_ruber_unref`` with
+``checkpoint="base"``); its name is its column everywhere (tables, metadata, the checkpoint).
+
 A member set lists the members a fit may use; which of them enter is the member rule's decision, made on the
 training sets (:func:`~.combiners.admitted`: a member whose agreement with the humans is not above 0 on more than one
 training set stays out). The shipped set's members are the ones the rule admitted on every training set.
@@ -10,6 +13,9 @@ training set stays out). The shipped set's members are the ones the rule admitte
   and the context cosine;
 * ``fast`` -- the members that are one MiniLM encoder pass and a small head or a cosine (PONE, BERT-RUBER
   unreferenced, ``context_cosine``): no cross-encoder (GRADE), no graph network (DynaEval's GCN);
+* ``base`` -- ``full`` with BERT-RUBER's shipped ``base`` head (on all-mpnet-base-v2, ``checkpoint="base"``) in
+  place of its MiniLM head: the member ``bert_ruber_unref_base``. It needs that encoder installed (``dialeval
+  encoders install all-mpnet-base-v2``), so it is never a default;
 * ``full+rade`` -- ``full`` and RADE, which reads a reference per reply (:data:`WITH_REFERENCES`): only for a user
   who gives references (or asks for RADE's pseudo-references), never by default;
 * ``full+length`` -- ``full`` and the reply's length (:data:`CONTROLS`), for a user who knows that the raters of
@@ -71,6 +77,7 @@ MEMBERS: dict[str, MemberSpec] = {m.name: m for m in (
     MemberSpec("grade", "grade"),
     MemberSpec("pone", "pone"),
     MemberSpec("bert_ruber_unref", "bert_ruber_unref"),
+    MemberSpec("bert_ruber_unref_base", "bert_ruber_unref", {"checkpoint": "base"}),
     MemberSpec("dynaeval", "dynaeval"),
     MemberSpec("context_cosine", "context_cosine"),
     MemberSpec("utterance_length", "utterance_length"),
@@ -87,6 +94,7 @@ _FULL = ("grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine")
 MEMBER_SETS: dict[str, tuple[str, ...]] = {
     "full": _FULL,
     "fast": ("pone", "bert_ruber_unref", "context_cosine"),
+    "base": ("grade", "pone", "bert_ruber_unref_base", "dynaeval", "context_cosine"),
     "full+rade": (*_FULL, "rade"),
     "full+length": (*_FULL, "utterance_length"),
 }

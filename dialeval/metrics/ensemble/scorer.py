@@ -11,9 +11,10 @@ Settings:
 
 * ``member_set`` -- ``"full"`` (default: GRADE, PONE, BERT-RUBER unreferenced, DynaEval, ``context_cosine``: the
   members the member rule admitted, :mod:`.combiners`), ``"fast"`` (the encoder-only members PONE, BERT-RUBER
-  unreferenced and ``context_cosine``, one shared MiniLM pass) or ``"full+length"`` (``full`` and the reply's length,
-  a control whose agreement with humans changes sign from corpus to corpus: for a user who knows their raters reward
-  long replies), each with its own fitted weights (the checkpoint lists its sets);
+  unreferenced and ``context_cosine``, one shared MiniLM pass), ``"base"`` (``full`` with BERT-RUBER's
+  all-mpnet-base-v2 head, ``checkpoint="base"``, in place of its MiniLM one) or ``"full+length"`` (``full`` and the
+  reply's length, a control whose agreement with humans changes sign from corpus to corpus: for a user who knows
+  their raters reward long replies), each with its own fitted weights (the checkpoint lists its sets);
 * ``use_references=True`` -- the member set's counterpart that adds RADE, which reads a reference per reply: every
   item then needs references (a call without them is an error), unless ``pseudo_references=`` (``"dailydialog"``
   or a JSONL corpus, RADE's BM25 retrieval; :mod:`dialeval.metrics.rade.retrieval`) lets RADE find one for a call
