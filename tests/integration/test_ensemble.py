@@ -60,6 +60,27 @@ def test_members_on_one_encoder_share_it_and_score_as_when_loaded_apart(one_torc
         assert a.tobytes() == b.tobytes(), name
 
 
+def test_the_base_sets_bert_ruber_member_is_the_shipped_base_head_the_checkpoint_pins(one_torch_thread):
+    from dialeval.backbone import encoders
+    from dialeval.metrics.ensemble.checkpoint import EnsembleConfig
+    from dialeval.metrics.ensemble.members import identity
+    from dialeval.scoring.checkpoints import resolve_checkpoint
+
+    try:
+        encoders.installed_folder("all-mpnet-base-v2")
+    except encoders.EncoderNotInstalled as err:
+        pytest.skip(str(err))
+    spec = MEMBERS["bert_ruber_unref_base"]
+    member = load_members([spec], device="cpu")[spec.name]
+    direct = dialeval.load_scorer("bert_ruber_unref", checkpoint="base", device="cpu")
+    scores, _ = member_turn_scores(spec, member, normalize_items(CONTEXTS, RESPONSES))
+    assert scores.tobytes() == np.asarray(direct.score(contexts=CONTEXTS, responses=RESPONSES).scores).tobytes()
+    shipped = EnsembleConfig.load(resolve_checkpoint(None, "ensemble", "dialeval train ensemble"))
+    assert shipped.member_sets["base"].members == MEMBER_SETS["base"]  # the rule admitted every member
+    assert shipped.identities[spec.name] == identity(member) != shipped.identities["bert_ruber_unref"]
+    assert identity(member)["checkpoint"] == "base"
+
+
 @pytest.mark.data
 def test_the_sets_hold_what_the_design_says(data_dir):
     from dialeval.metrics.ensemble.sets import (

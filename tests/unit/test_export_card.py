@@ -361,9 +361,10 @@ def test_export_of_the_ensemble_is_its_config_as_shipped_and_a_card_listing_ever
     members = card.split(f"\n{MEMBERS_HEADING}\n", 1)[1].split("\n\n# ", 1)[0]
     config = json.loads((shipped / "config.json").read_text(encoding="utf-8"))
     repos = {"grade": "grade", "pone": "pone", "bert_ruber_unref": "bert_ruber", "dynaeval": "dynaeval",
-             "rade": "rade"}
+             "bert_ruber_unref_base": "bert_ruber", "rade": "rade"}
     assert [m["name"] for m in config["members"]] == [
-        "grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "rade", "utterance_length", "turn_count"]
+        "grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "bert_ruber_unref_base", "rade",
+        "utterance_length", "turn_count"]
     for member in config["members"]:
         row = [line for line in members.splitlines() if line.startswith(f"| {member['name']} |")]
         assert len(row) == 1, member["name"]
