@@ -65,8 +65,12 @@ class GradeConfig(PretrainedConfig):
             encoder was trained with) or `"pair"` (masked means `u` of the context tokens and `v` of the response
             tokens, by token type, joined as `[u, v, u*v, |u-v|]`).
         lora_rank (`int`, *optional*, defaults to 0): rank of the low-rank adapters added to every attention and
-            feed-forward projection of every encoder layer (`0`: none). The adapters are trained and saved; the
-            adapted base weights stay frozen (so a small checkpoint holds the adapters, not the layers).
+            feed-forward projection of the encoder layers `lora_layers` names (`0`: none). The adapters are trained
+            and saved; the adapted base weights stay frozen (so a small checkpoint holds the adapters, not the
+            layers).
+        lora_layers (`int`, *optional*, defaults to -1): the top encoder layers that get adapters (`-1`: every
+            layer). The layers below them (and below the `trainable_encoder_layers`) do not change in training, so
+            their outputs can be computed once per text (`GradeModel.frozen_states`).
         lora_alpha (`float`, *optional*, defaults to 16.0): adapter scale numerator (the update is
             `alpha / rank * B @ A`).
         int8_weights (`list[str]`, *optional*, defaults to `[]`): the linear modules whose weights the checkpoint
@@ -101,6 +105,7 @@ class GradeConfig(PretrainedConfig):
         pooling: str = "cls",
         lora_rank: int = 0,
         lora_alpha: float = 16.0,
+        lora_layers: int = -1,
         int8_weights: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -130,9 +135,13 @@ class GradeConfig(PretrainedConfig):
         self.pooling = pooling
         self.lora_rank = int(lora_rank)
         self.lora_alpha = float(lora_alpha)
+        self.lora_layers = int(lora_layers)
         self.int8_weights = int8_weight_names(int8_weights)
         if self.lora_rank < 0:
             raise ValueError(f"lora_rank must be >= 0, got {self.lora_rank}")
+        if self.lora_layers < -1 or (self.lora_rank > 0 and self.lora_layers == 0):
+            raise ValueError(f"lora_layers must be -1 (every layer) or the number of top layers with adapters, got "
+                             f"{self.lora_layers}")
         if self.graph_hidden % self.gat_heads != 0:
             raise ValueError(f"graph_hidden ({self.graph_hidden}) must be divisible by gat_heads ({self.gat_heads})")
         if self.score_kind != "sigmoid":

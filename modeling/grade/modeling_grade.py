@@ -220,7 +220,7 @@ class GradeModel(SmallCheckpointMixin, GradePreTrainedModel):
         # GRADE's segments (context 0, response 1) reach the encoder only when it has token types (BERT; not MPNet)
         self.encoder_token_types = getattr(self.encoder.config, "type_vocab_size", 0) > 0
         if config.lora_rank > 0:
-            add_adapters(self.encoder, -1, config.lora_rank, config.lora_alpha)
+            add_adapters(self.encoder, config.lora_layers, config.lora_rank, config.lora_alpha)
         enc_hidden = self.encoder.config.hidden_size
         pooled_size = 4 * enc_hidden if config.pooling == "pair" else enc_hidden
         self.text_proj = nn.Linear(pooled_size, config.text_dim)
@@ -249,12 +249,16 @@ class GradeModel(SmallCheckpointMixin, GradePreTrainedModel):
     # -- forward ------------------------------------------------------------------------------------------------------
 
     def frozen_layers(self) -> int:
-        """Encoder layers below the fine-tuned top ones, which training leaves as they are (none with adapters,
-        which sit in every layer): the ones :meth:`frozen_states` runs, after the frozen embeddings."""
-        if self.config.trainable_encoder_layers < 0:
+        """Encoder layers below the fine-tuned top ones and below those with adapters (``lora_layers``; none when
+        adapters sit in every layer), which training leaves as they are: the ones :meth:`frozen_states` runs, after
+        the frozen embeddings."""
+        cfg = self.config
+        if cfg.trainable_encoder_layers < 0:
             raise ValueError("trainable_encoder_layers=-1 trains every encoder weight: no state is frozen")
-        return 0 if self.config.lora_rank > 0 else frozen_layer_count(self.encoder,
-                                                                      self.config.trainable_encoder_layers)
+        trained = cfg.trainable_encoder_layers
+        if cfg.lora_rank > 0:
+            trained = -1 if cfg.lora_layers < 0 else max(trained, cfg.lora_layers)
+        return frozen_layer_count(self.encoder, trained)
 
     def frozen_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                       token_type_ids: torch.Tensor | None = None) -> torch.Tensor:

@@ -114,6 +114,60 @@ def test_lora_adapts_every_projection_and_starts_as_the_base(kind, tiny_mpnet_en
     assert trained and all(n.rsplit(".", 1)[1] in ("lora_A", "lora_B") for n in trained)
 
 
+@pytest.mark.parametrize("kind", ["mpnet", "bert"])
+def test_lora_on_the_top_layers_only_freezes_the_layers_below_for_the_cache(kind, tiny_mpnet_encoder, tiny_encoder,
+                                                                            tmp_path):
+    """--lora-layers 1: adapters in the top layer only; the layer below is frozen whole, so the frozen-layer cache
+    gives the loss and gradients of the whole encoder, and a small checkpoint holds those adapters and loads as it
+    was saved."""
+    from dialeval.modeling.grade import GradeModel, LoRALinear
+
+    encoder = tiny_mpnet_encoder if kind == "mpnet" else tiny_encoder
+    model = _model(encoder, tmp_path, lora_rank=2, lora_layers=1, trainable_encoder_layers=0).eval()
+    names = sorted(n for n, m in model.encoder.named_modules() if isinstance(m, LoRALinear))
+    assert len(names) == 6 and all(n.startswith("encoder.layer.1.") for n in names)
+    assert model.config.lora_layers == 1 and model.frozen_layers() == 1
+    trained = {n for n, p in model.named_parameters() if p.requires_grad and n.startswith("encoder.")}
+    assert trained and all(n.startswith("encoder.encoder.layer.1.") and n.rsplit(".", 1)[1] in ("lora_A", "lora_B")
+                           for n in trained)
+    with torch.no_grad():
+        for name in names:
+            model.encoder.get_submodule(name).lora_B.normal_()  # trained adapters: they change the top layer
+    builder = _builder(encoder)
+    pos, neg = builder.batch(PAIRS), builder.batch([(c, r) for (c, _), (_, r) in zip(PAIRS, PAIRS[1:] + PAIRS[:1])])
+    cache = FrozenStateCache(model.frozen_states)
+
+    def loss_and_grads(cached: bool):
+        model.zero_grad()
+        inputs = [dict(x, frozen_states=cache.states(x["input_ids"], x["attention_mask"],
+                                                     token_type_ids=x["token_type_ids"])) if cached else x
+                  for x in (pos, neg)]
+        loss = grade_train.pair_loss(model(**inputs[0]), model(**inputs[1]), "both")
+        loss.backward()
+        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    whole, whole_grads = loss_and_grads(cached=False)
+    cached, cached_grads = loss_and_grads(cached=True)
+    torch.testing.assert_close(cached, whole, atol=1e-6, rtol=1e-5)
+    assert {n for n in whole_grads if n.startswith("encoder.")} == trained and set(cached_grads) == set(whole_grads)
+    for name, grad in whole_grads.items():
+        torch.testing.assert_close(cached_grads[name], grad, atol=1e-6, rtol=1e-4, msg=name)
+    model.save_pretrained(tmp_path / "small", trainable_only=True)
+    loaded = GradeModel.from_pretrained(tmp_path / "small", base_encoder_folder=str(encoder)).eval()
+    assert loaded.config.lora_layers == 1 and loaded.frozen_layers() == 1
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(**pos).score, model(**pos).score)
+
+
+@pytest.mark.parametrize("layers", [0, -2])
+def test_lora_layers_must_name_some_top_layers(layers):
+    from dialeval.modeling.grade import GradeConfig
+
+    with pytest.raises(ValueError, match=f"lora_layers must be -1 .every layer. or the number of top layers with "
+                                         f"adapters, got {layers}"):
+        GradeConfig(lora_rank=2, lora_layers=layers)
+
+
 def test_a_small_mpnet_checkpoint_fills_its_frozen_layers_from_the_encoder_folder(tiny_mpnet_encoder, tmp_path):
     from dialeval.modeling.grade import GradeModel
 

@@ -32,9 +32,12 @@ class GradeTrainingOptions(EncoderOptions, TrainingOptions):
     max_val_positives: int = option(500, min=1, help="Validation positives.")
     head_learning_rate: float = option(1e-4, min=0, help="Learning rate of the graph and fusion modules.")
     trainable_encoder_layers: int = option(2, min=0, help="Top encoder layers fine-tuned.")
-    lora_rank: int = option(0, min=0, help="Low-rank adapters of this rank on every encoder layer (0: none); the "
-                                           "checkpoint then holds the adapters, not the layers. Adapters learn at "
-                                           "--head-learning-rate.")
+    lora_rank: int = option(0, min=0, help="Low-rank adapters of this rank on the encoder layers of --lora-layers (0: "
+                                           "none); the checkpoint then holds the adapters, not the layers. Adapters "
+                                           "learn at --head-learning-rate.")
+    lora_layers: int = option(-1, min=-1, help="The top encoder layers that get the --lora-rank adapters (-1: every "
+                                               "layer); the layers below them are frozen whole, so --frozen-cache "
+                                               "keeps their outputs.")
     max_seq_length: int = option(128, min=1, help="Tokens of the context + response text.")
     length_buckets: int = option(64, min=0, help=LENGTH_BUCKETS_HELP)
     frozen_cache: bool = option(True, help=FROZEN_CACHE_HELP)

@@ -139,6 +139,7 @@ def build_model(opts: GradeTrainingOptions, node_feature_dim: int):
         use_hop_attention=opts.use_hop_attention,
         pooling=opts.pooling,
         lora_rank=opts.lora_rank,
+        lora_layers=opts.lora_layers,
     )
     torch.manual_seed(opts.seed)
     model = GradeModel(config)
