@@ -66,6 +66,18 @@ def test_pairs_take_the_tokenizers_own_template_and_padding(tiny_mpnet_encoder, 
     assert len(ids) == 12 and ids[0] == 0 and ids[-1] == 2 and cut.truncated == 1
 
 
+def _loss_and_grads(model, cache, pos, neg, cached: bool):
+    """The pair loss of a positive and a negative batch and the gradients it leaves, through the frozen-layer cache
+    (``cached``) or the whole encoder."""
+    model.zero_grad()
+    inputs = [dict(x, frozen_states=cache.states(x["input_ids"], x["attention_mask"],
+                                                 token_type_ids=x["token_type_ids"])) if cached else x
+              for x in (pos, neg)]
+    loss = grade_train.pair_loss(model(**inputs[0]), model(**inputs[1]), "both")
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
 def test_the_frozen_cache_gives_the_loss_and_gradients_of_the_whole_encoder(tiny_mpnet_encoder, tmp_path):
     model = _model(tiny_mpnet_encoder, tmp_path, trainable_encoder_layers=1).eval()  # dropout off: comparable
     assert model.frozen_layers() == 1
@@ -74,23 +86,14 @@ def test_the_frozen_cache_gives_the_loss_and_gradients_of_the_whole_encoder(tiny
     neg = builder.batch([(c, r) for (c, _), (_, r) in zip(PAIRS, PAIRS[1:] + PAIRS[:1])])
     cache = FrozenStateCache(model.frozen_states)
 
-    def loss_and_grads(cached: bool):
-        model.zero_grad()
-        inputs = [dict(x, frozen_states=cache.states(x["input_ids"], x["attention_mask"],
-                                                     token_type_ids=x["token_type_ids"])) if cached else x
-                  for x in (pos, neg)]
-        loss = grade_train.pair_loss(model(**inputs[0]), model(**inputs[1]), "both")
-        loss.backward()
-        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-
-    whole, whole_grads = loss_and_grads(cached=False)
-    cached, cached_grads = loss_and_grads(cached=True)
+    whole, whole_grads = _loss_and_grads(model, cache, pos, neg, cached=False)
+    cached, cached_grads = _loss_and_grads(model, cache, pos, neg, cached=True)
     torch.testing.assert_close(cached, whole, atol=1e-6, rtol=1e-5)
     assert set(cached_grads) == set(whole_grads) and any(n.startswith("encoder.encoder.layer.1.") for n in whole_grads)
     for name, grad in whole_grads.items():
         torch.testing.assert_close(cached_grads[name], grad, atol=1e-6, rtol=1e-4, msg=name)
     assert cache.misses == 8 and cache.hits == 0
-    again, _ = loss_and_grads(cached=True)  # every row kept: nothing computed again
+    again, _ = _loss_and_grads(model, cache, pos, neg, cached=True)  # every row kept: nothing computed again
     assert cache.hits == 8 and torch.equal(again, cached)
 
 
@@ -137,17 +140,8 @@ def test_lora_on_the_top_layers_only_freezes_the_layers_below_for_the_cache(kind
     pos, neg = builder.batch(PAIRS), builder.batch([(c, r) for (c, _), (_, r) in zip(PAIRS, PAIRS[1:] + PAIRS[:1])])
     cache = FrozenStateCache(model.frozen_states)
 
-    def loss_and_grads(cached: bool):
-        model.zero_grad()
-        inputs = [dict(x, frozen_states=cache.states(x["input_ids"], x["attention_mask"],
-                                                     token_type_ids=x["token_type_ids"])) if cached else x
-                  for x in (pos, neg)]
-        loss = grade_train.pair_loss(model(**inputs[0]), model(**inputs[1]), "both")
-        loss.backward()
-        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-
-    whole, whole_grads = loss_and_grads(cached=False)
-    cached, cached_grads = loss_and_grads(cached=True)
+    whole, whole_grads = _loss_and_grads(model, cache, pos, neg, cached=False)
+    cached, cached_grads = _loss_and_grads(model, cache, pos, neg, cached=True)
     torch.testing.assert_close(cached, whole, atol=1e-6, rtol=1e-5)
     assert {n for n in whole_grads if n.startswith("encoder.")} == trained and set(cached_grads) == set(whole_grads)
     for name, grad in whole_grads.items():
