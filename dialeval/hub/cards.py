@@ -546,9 +546,10 @@ def usage_section(metric: str, model_id: str, config: dict[str, Any]) -> str:
 def member_model_repo(member: CombinationMember, namespace: str) -> str | None:
     """The release's model repo that holds the checkpoint ``member`` pins, ``<namespace>/<metric>``: of the member's
     metric, or of the exported metric that shares its checkpoint folder (BERT-RUBER's unreferenced half: the
-    ``bert_ruber`` repo); None for a member without a checkpoint (a baseline, one built into the combination). A
-    member pinned by a checkpoint that no released metric holds is a :class:`CardError`."""
-    if member.checkpoint_sha256 is None:
+    ``bert_ruber`` repo); None for a member without a checkpoint (a baseline, one built into the combination) and
+    for one pinned to a named checkpoint other than ``default`` (``base``: the release exports each metric's default
+    checkpoint only). A member pinned by a checkpoint that no released metric holds is a :class:`CardError`."""
+    if member.checkpoint_sha256 is None or member.identity.get("checkpoint", "default") != "default":
         return None
     from ..scoring.export import exportable_metrics
     from ..scoring.registry import scorer_class
@@ -593,7 +594,9 @@ def combination_usage_section(metric: str, model_id: str, members: Sequence[Comb
         repo = member_model_repo(member, namespace)
         lines.append(f"| {member.name} | {member.metric or 'built in'} | "
                      + (f"`{member.checkpoint_sha256}`" if member.checkpoint_sha256 else "none") + " | "
-                     + (f"[{repo}](https://huggingface.co/{repo})" if repo else "none") + " | "
+                     + (f"[{repo}](https://huggingface.co/{repo})" if repo else
+                        f"none (checkpoint `{member.identity['checkpoint']}`: in the dialeval package only)"
+                        if member.checkpoint_sha256 else "none") + " | "
                      + ", ".join(f"`{s}`" for s in member.sets) + " |")
     lines += ["", "dialeval loads each member from its own installed copy of the checkpoint (the model repos hold "
               "the same checkpoints, exported). Loading checks every member against what the config pins: a "

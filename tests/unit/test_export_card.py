@@ -361,7 +361,7 @@ def test_export_of_the_ensemble_is_its_config_as_shipped_and_a_card_listing_ever
     members = card.split(f"\n{MEMBERS_HEADING}\n", 1)[1].split("\n\n# ", 1)[0]
     config = json.loads((shipped / "config.json").read_text(encoding="utf-8"))
     repos = {"grade": "grade", "pone": "pone", "bert_ruber_unref": "bert_ruber", "dynaeval": "dynaeval",
-             "bert_ruber_unref_base": "bert_ruber", "rade": "rade"}
+             "rade": "rade"}  # bert_ruber_unref_base pins BERT-RUBER's base head, which no repo exports
     assert [m["name"] for m in config["members"]] == [
         "grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "bert_ruber_unref_base", "rade",
         "utterance_length", "turn_count"]
@@ -371,6 +371,10 @@ def test_export_of_the_ensemble_is_its_config_as_shipped_and_a_card_listing_ever
         sha = member["identity"].get("checkpoint_sha256")
         if sha is None:  # a baseline or the built-in turn count: no checkpoint, no repo
             assert "| none | none |" in row[0]
+        elif member["identity"]["checkpoint"] != "default":  # the release exports default checkpoints only
+            assert member["name"] == "bert_ruber_unref_base"
+            assert (f"| `{sha}` | none (checkpoint `{member['identity']['checkpoint']}`: in the dialeval package "
+                    "only) |") in row[0]
         else:
             repo = f"someone/{repos[member['name']]}"
             assert f"| `{sha}` | [{repo}](https://huggingface.co/{repo}) |" in row[0]
