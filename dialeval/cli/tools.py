@@ -24,7 +24,7 @@ bench_app = typer.Typer(no_args_is_help=True, help=(
     "`dialeval scale-benchmark`."))
 checkpoint_app = typer.Typer(no_args_is_help=True, help=(
     "The shipped checkpoints (`list`: each metric's, by name), and work on a checkpoint folder in place: store it in "
-    "float16, add calibration ranges, record how it was trained."))
+    "float16 or int8 rows, share another checkpoint's tables, add calibration ranges, record how it was trained."))
 grade_app = typer.Typer(no_args_is_help=True, help=(
     "GRADE's commonsense graph: coverage of its inputs, the graph tables, node-embedding experiments."))
 graph_app = typer.Typer(no_args_is_help=True, help=(
@@ -132,13 +132,17 @@ def bench_ensemble(
 @checkpoint_app.command("list")
 def checkpoint_list() -> None:
     """Each metric's shipped checkpoints, by the name that --checkpoint takes (default, base): the encoders each
-    records and whether they are installed, its size on disk, and the validation figure of its training.json
-    (dialeval.scoring.checkpoints.shipped_rows)."""
+    records and whether they are installed, its size on disk (files it shares with another checkpoint are counted
+    there, and named), and the validation figure of its training.json (dialeval.scoring.checkpoints.shipped_rows)."""
     from ..scoring.checkpoints import shipped_rows
 
     for row in shipped_rows():
         encoders = "; ".join(f"{name} ({state})" for name, state in row["encoders"].items()) or "none"
-        typer.echo(f"{row['metric_dir']} {row['name']}: {row['bytes'] / 1e6:.1f} MB, encoder {encoders}, "
+        shared = row["shared"]
+        sharing = "" if shared is None else (
+            f" (and {', '.join(shared['entries'])} of {shared['checkpoint']}, {shared['bytes'] / 1e6:.1f} MB, shared: "
+            "counted there)")
+        typer.echo(f"{row['metric_dir']} {row['name']}: {row['bytes'] / 1e6:.1f} MB{sharing}, encoder {encoders}, "
                    f"validation {row['validation']}\n    {row['path']}")
 
 
@@ -178,6 +182,26 @@ def checkpoint_quantise(
             continue
         typer.echo(f"{folder}: {done.before:,} -> {done.after:,} bytes ({len(done.modules)} linear weights as int8 "
                    f"rows: {', '.join(done.modules)})")
+
+
+@checkpoint_app.command("share")
+def checkpoint_share(
+    checkpoint: Annotated[Path, typer.Option(help=(
+        "Checkpoint folder whose copies of its metric's tables to share (GRADE: keywords.json and graph/), beside "
+        "the source (e.g. dialeval/checkpoints/grade/base)."))],
+    source: Annotated[str, typer.Option(help=(
+        "The checkpoint beside it that holds the same files and keeps them, by its folder's name."))] = "default",
+) -> None:
+    """Take a checkpoint's tables from the checkpoint of its metric beside it, in place: after checking that its
+    copies are the source's byte for byte (else it names the first file that differs and changes nothing), the
+    folder gets shared_files.json (the source's name and each file's sha256) and loses the copies
+    (dialeval.training.share)."""
+    from ..scoring.shared_files import SHARED_FILES
+    from ..training.share import share_checkpoint
+
+    shared = share_checkpoint(checkpoint, source)
+    typer.echo(f"{checkpoint}: takes {', '.join(shared.entries)} ({len(shared.files)} files, {shared.bytes:,} bytes) "
+               f"from {shared.source}; its copies removed, {shared.folder / SHARED_FILES} written")
 
 
 @checkpoint_app.command("calibrate")

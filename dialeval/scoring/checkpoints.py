@@ -7,6 +7,9 @@ One place for the rules every learned metric follows:
   trained on the base-size all-mpnet-base-v2 (``dialeval encoders install all-mpnet-base-v2``). :func:`shipped_names`
   lists a metric's, ``dialeval checkpoint list`` every metric's (:func:`shipped_rows`).
 * **folders**: a folder with a ``config.json`` is a checkpoint; a training run folder stands for its ``best/``.
+* **shared files**: a checkpoint may take files from the checkpoint beside it instead of holding copies (GRADE's
+  base: the default's graph tables and keywords; :mod:`dialeval.scoring.shared_files`). Its files are read, hashed
+  and listed where they are.
 
 A string without a path separator is read as a shipped name when it is one; if it also names a checkpoint folder in
 the current directory, that is an error rather than a guess, which says how to ask for each (``./base`` is always the
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointNotFoundError, DialevalError
+from .shared_files import checkpoint_files, read_shared_files
 
 __all__ = ["DEFAULT_CHECKPOINT", "ENCODER_FIELDS", "checkpoint_encoders", "checkpoint_fingerprint", "checkpoint_label",
            "encoder_state", "is_shipped_label", "resolve_checkpoint", "shipped_checkpoint", "shipped_names",
@@ -134,11 +138,14 @@ def is_shipped_label(label: str) -> bool:
 
 
 def checkpoint_fingerprint(path: Path) -> str:
-    """Short sha256 over the checkpoint's files (config, weights, tables), in sorted relative-path order."""
+    """Short sha256 over the checkpoint's files (config, weights, tables), in sorted relative-path order; a file it
+    shares is read in its source, checked (:func:`~dialeval.scoring.shared_files.checkpoint_files`), so a folder
+    that shares files has the fingerprint of the same folder holding copies of them."""
     h = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in FINGERPRINT_SUFFIXES):
-        h.update(str(f.relative_to(path)).encode())
-        h.update(f.read_bytes())
+    files = checkpoint_files(path)
+    for name in sorted(name for name in files if name.suffix in FINGERPRINT_SUFFIXES):
+        h.update(str(name).encode())
+        h.update(files[name].read_bytes())
     return h.hexdigest()[:12]
 
 
@@ -177,14 +184,18 @@ def _validation(path: Path) -> str:
 
 def shipped_rows() -> list[dict[str, Any]]:
     """One row per shipped checkpoint, by metric folder and name (``dialeval checkpoint list``): its path, the
-    encoders it records and whether each is on this machine (:func:`encoder_state`), its size on disk and the
-    validation headline of its ``training.json``."""
+    encoders it records and whether each is on this machine (:func:`encoder_state`), its size on disk (its own files),
+    what it shares (``shared``: the source checkpoint's name, the shared entries and their bytes, which the source's
+    row counts; None when it shares nothing) and the validation headline of its ``training.json``."""
     rows = []
     for metric_dir in sorted(p.name for p in shipped_root().iterdir() if p.is_dir()):
         for name in shipped_names(metric_dir):
             path = shipped_root() / metric_dir / name
             encoders = {encoder: encoder_state(encoder) for encoder in checkpoint_encoders(path)}
+            shared = read_shared_files(path)
             rows.append({"metric_dir": metric_dir, "name": name, "path": str(path), "encoders": encoders,
                          "bytes": sum(f.stat().st_size for f in path.rglob("*") if f.is_file()),
+                         "shared": None if shared is None else {"checkpoint": shared.checkpoint,
+                                                                "entries": shared.entries, "bytes": shared.bytes},
                          "validation": _validation(path)})
     return rows

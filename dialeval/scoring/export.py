@@ -16,7 +16,8 @@ the frozen rest is filled from the encoder's package at load time) and no code. 
   without); ``AutoTokenizer.from_pretrained(folder, subfolder="tokenizer")`` finds no model config there and loads
   the tokenizer (``tokenizer_class`` of its ``tokenizer_config.json``) without remote code and without a prompt;
 * the checkpoint's other files, unchanged: what the scorer reads beside the model (GRADE: ``keywords.json`` and
-  ``graph/``);
+  ``graph/``), those a checkpoint shares copied from its source, checked, and its ``shared_files.json`` left out
+  (:func:`~dialeval.scoring.shared_files.checkpoint_files`), so that the folder is self-contained;
 * the caller's ``extra_files`` (``dialeval export`` and ``dialeval release``: the model card ``README.md``, written
   by :func:`dialeval.hub.release.export_model`).
 
@@ -54,6 +55,7 @@ import torch
 from ..errors import CheckpointNotFoundError, InputFileError, OutputFolderError, UnknownNameError
 from .checkpoints import resolve_checkpoint
 from .registry import all_specs, metric_spec, scorer_class
+from .shared_files import checkpoint_files
 from .spec import CombinationExportSpec, ExportSpec
 
 
@@ -238,13 +240,14 @@ def _load_full_model(spec: ExportSpec, source: Path, metric: str) -> torch.nn.Mo
 
 
 def _copy_scorer_files(source: Path, target: Path) -> None:
-    """Every file of the checkpoint that `save_pretrained` does not write (the scorer's tables), unchanged."""
+    """Every file of the checkpoint that `save_pretrained` does not write (the scorer's tables), unchanged; a file
+    the checkpoint shares is copied from its source (:func:`~dialeval.scoring.shared_files.checkpoint_files`)."""
     target.mkdir(parents=True)
-    for entry in sorted(source.iterdir()):
-        if entry.is_dir():
-            shutil.copytree(entry, target / entry.name)
-        elif entry.name not in _MODEL_FILE_NAMES and not entry.name.endswith(_MODEL_FILE_SUFFIXES):
-            shutil.copy2(entry, target / entry.name)
+    for name, path in sorted(checkpoint_files(source).items()):
+        if len(name.parts) == 1 and (name.name in _MODEL_FILE_NAMES or name.name.endswith(_MODEL_FILE_SUFFIXES)):
+            continue
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target / name)
 
 
 def _save_quietly(model: torch.nn.Module, target: Path) -> None:

@@ -56,6 +56,10 @@ class LearnedScorer(Scorer):
     checkpoint_dir: ClassVar[str]
     #: the command that trains a checkpoint, quoted in the error for a missing one
     train_command: ClassVar[str]
+    #: the files and folders the scorer reads from its checkpoint beside the model (GRADE: keywords.json, graph/),
+    #: each found by :func:`~dialeval.scoring.shared_files.checkpoint_path`: a checkpoint may take them from the one
+    #: beside it (``dialeval checkpoint share``)
+    table_files: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, checkpoint: str | os.PathLike | None = None, *, device: str | torch.device | None = None
                  ) -> None:

@@ -51,7 +51,7 @@ def _options(path: tuple[str, ...]) -> dict:
 
 @pytest.mark.parametrize("group,names", [((), ["bench", "checkpoint", "grade"]),
                                          (("bench",), ["bertscore", "grade", "dynaeval", "ensemble"]),
-                                         (("checkpoint",), ["half", "quantise", "calibrate"]),
+                                         (("checkpoint",), ["half", "quantise", "share", "calibrate"]),
                                          (("grade",), ["coverage", "graph"]),
                                          (("grade", "graph"), ["build", "measure"])])
 def test_each_group_lists_its_commands(group, names):

