@@ -93,7 +93,7 @@ def model_code_root() -> Path:
 
 def shared_model_code_source(root: str | os.PathLike | None = None, name: str = SHARED_MODEL_CODE) -> Path:
     """``<root>/shared/<name>``, the one file to edit (``root``: :func:`model_code_root`; ``name``: one of
-    :data:`SHARED_CODE_FILES`). A wheel installs the copies only, not this source."""
+    :data:`SHARED_CODE_FILES`), installed as ``dialeval.modeling.shared``."""
     return Path(model_code_root() if root is None else root) / SHARED_MODEL_CODE_FOLDER / name
 
 
@@ -279,8 +279,8 @@ def _check_all_weights_saved(model: torch.nn.Module, target: Path) -> None:
 
 def _check_shared_model_code(target: Path) -> None:
     """Refuse an export whose copy of a shared file (``modeling_shared.py``, ``configuration_shared.py``) differs
-    from its source (a copy edited by hand, or not refreshed after the source changed). Without the source (a wheel
-    install) there is nothing to compare with."""
+    from its source (a copy edited by hand, or not refreshed after the source changed). Without the source (an install
+    that lacks it) there is nothing to compare with."""
     for name in SHARED_CODE_FILES:
         written, source = target / name, shared_model_code_source(name=name)
         if written.is_file() and source.is_file() and written.read_bytes() != source.read_bytes():

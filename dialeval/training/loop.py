@@ -378,7 +378,7 @@ def half_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     stores (half the bytes; a config that keeps float32 makes loading compute in float32 from these values). The
     row scales of weights stored as int8 rows (``<module>.weight_scale``, ``dialeval checkpoint quantise``) stay
     float32."""
-    from ..modeling.grade.modeling_shared import ROW_SCALE
+    from ..modeling.shared.modeling_shared import ROW_SCALE
 
     return {k: v.to(torch.float16).contiguous() if v.is_floating_point() and not k.endswith(f".{ROW_SCALE}") else v
             for k, v in state.items()}

@@ -27,8 +27,8 @@ from safetensors.torch import save_file
 from torch import nn
 
 from ..errors import CheckpointNotFoundError
-from ..modeling.grade.configuration_shared import int8_weight_names
-from ..modeling.grade.modeling_shared import ROW_SCALE, quantise_rows
+from ..modeling.shared.configuration_shared import int8_weight_names
+from ..modeling.shared.modeling_shared import ROW_SCALE, quantise_rows
 from .half import WEIGHTS
 from .runs import CONVERSIONS_FIELD, TRAINING_RECORD
 

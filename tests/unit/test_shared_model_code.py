@@ -14,8 +14,8 @@ import pytest
 import torch
 from torch import nn
 
+from dialeval.modeling.shared import modeling_shared as shared
 from dialeval.ranking import auc, win_share
-from dialeval.modeling.grade import modeling_shared as shared
 from dialeval.scoring.export import (
     _check_shared_model_code,
     refresh_shared_model_code,
@@ -238,8 +238,11 @@ def test_quantised_rows_stay_within_half_a_step_and_zero_rows_stay_zero():
     """One scale per row, its largest magnitude / 127; every value within half a step; GRADE's node table uses the
     same functions."""
     from dialeval.metrics.grade import tables
+    from dialeval.training import quantise
 
+    # the library's one import place of the int8 helpers is the source (dialeval.modeling.shared), no metric's copy
     assert tables.quantise_rows is shared.quantise_rows and tables.dequantise_rows is shared.dequantise_rows
+    assert quantise.quantise_rows is shared.quantise_rows
     rng = np.random.default_rng(0)
     x = rng.standard_normal((200, 50)).astype(np.float32) * rng.uniform(1e-3, 10, size=(200, 1)).astype(np.float32)
     x[7] = 0

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...modeling.grade.modeling_shared import dequantise_rows, quantise_rows
+from ...modeling.shared.modeling_shared import dequantise_rows, quantise_rows
 from .cache import default_cache_dir, sha256_file
 from .conceptnet import CN100K_FILES, CN100K_FOLDER
 from .graph import DEFAULT_MAX_DEPTH, DEFAULT_UNLIMITED_HOP, ConceptGraph
