@@ -1,6 +1,7 @@
 """Configurations of the BERT-RUBER and PONE unreferenced scorers, transformers custom code.
 
-This file is flat on purpose (no import of ``dialeval``): it travels next to a checkpoint on the Hub and is loaded with
+This file is flat on purpose (no import of ``dialeval``; ``configuration_shared.py`` is its folder's copy of the
+shared configuration code): it travels next to a checkpoint on the Hub and is loaded with
 ``AutoModel.from_pretrained(path_or_repo, trust_remote_code=True)``.
 
 PONE (Lan et al., 2020) trains BERT-RUBER's unreferenced network (Ghazarian et al., 2019) with other data (augmented
@@ -14,6 +15,8 @@ import math
 from typing import Any
 
 from transformers import PretrainedConfig
+
+from .configuration_shared import int8_weight_names
 
 _ACTIVATIONS = ("tanh", "relu")
 
@@ -58,6 +61,9 @@ class BertRuberConfig(PretrainedConfig):
         hybrid_referenced_range (`list[float]`, *optional*): the same for the response-reference cosine.
         hybrid_calibration (`str`, *optional*): informational, the data the two ranges were computed on (the run's
             DailyDialog validation set; see `dialeval.metrics.bert_ruber.calibration`).
+        int8_weights (`list[str]`, *optional*, defaults to `[]`): the linear modules whose weights the checkpoint
+            stores as int8 rows with a float32 scale per row (`dialeval checkpoint quantise`): the model builds them
+            as `Int8RowLinear`, for scoring only (they do not train).
     """
 
     model_type = "dialeval-bert-ruber"
@@ -79,6 +85,7 @@ class BertRuberConfig(PretrainedConfig):
         hybrid_unreferenced_range: list[float] | tuple[float, float] | None = None,
         hybrid_referenced_range: list[float] | tuple[float, float] | None = None,
         hybrid_calibration: str = "",
+        int8_weights: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         self.embedding_dim = int(embedding_dim)
@@ -94,6 +101,7 @@ class BertRuberConfig(PretrainedConfig):
         self.hybrid_unreferenced_range = _range(hybrid_unreferenced_range, "hybrid_unreferenced_range")
         self.hybrid_referenced_range = _range(hybrid_referenced_range, "hybrid_referenced_range")
         self.hybrid_calibration = hybrid_calibration
+        self.int8_weights = int8_weight_names(int8_weights)
         if self.embedding_dim < 1 or any(d < 1 for d in self.hidden_dims):
             raise ValueError(f"embedding_dim and hidden_dims must be positive, got {self.embedding_dim}, "
                              f"{self.hidden_dims}")

@@ -1,8 +1,8 @@
 """BERT-RUBER's unreferenced scorer (Ghazarian et al., 2019), also the network PONE trains (Lan et al., 2020).
 
-transformers custom code, flat on purpose (imports only torch / transformers / stdlib) so that it can be shipped next to
-a checkpoint and loaded with ``AutoModel.from_pretrained(path_or_repo, trust_remote_code=True)`` without ``dialeval``
-installed.
+transformers custom code, flat on purpose (imports only torch / transformers / stdlib, and its folder's copy of the
+shared model code, ``modeling_shared.py``) so that it can be shipped next to a checkpoint and loaded with
+``AutoModel.from_pretrained(path_or_repo, trust_remote_code=True)`` without ``dialeval`` installed.
 
 The model is only the head: it reads sentence embeddings of the context and of the response (a frozen encoder runs
 outside the model, so embeddings are computed once and cached) and returns a score in (0, 1)::
@@ -28,6 +28,7 @@ from transformers import PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_bert_ruber import BertRuberConfig, PoneConfig
+from .modeling_shared import store_int8_rows
 
 
 @dataclass
@@ -79,6 +80,7 @@ class BertRuberModel(BertRuberPreTrainedModel):
         self.output = nn.Linear(dims[-1], 1)
         self.dropout = nn.Dropout(config.dropout)
         self._act = torch.tanh if config.activation == "tanh" else F.relu
+        store_int8_rows(self, config.int8_weights)  # the MLP layers a quantised checkpoint stores as int8 rows
         self.post_init()
 
     def features(self, context_embeds: torch.Tensor, response_embeds: torch.Tensor) -> torch.Tensor:

@@ -1,6 +1,7 @@
 """Configuration of the DynaEval dialogue-evaluation model (Zhang et al., ACL 2021), transformers custom code.
 
-This file is flat on purpose (no import of ``dialeval``): it travels next to a checkpoint on the Hub and is loaded with
+This file is flat on purpose (no import of ``dialeval``; ``configuration_shared.py`` is its folder's copy of the
+shared configuration code): it travels next to a checkpoint on the Hub and is loaded with
 ``AutoModel.from_pretrained(path_or_repo, trust_remote_code=True)``.
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from transformers import PretrainedConfig
+
+from .configuration_shared import int8_weight_names
 
 
 class DynaEvalConfig(PretrainedConfig):
@@ -41,6 +44,9 @@ class DynaEvalConfig(PretrainedConfig):
             the scoring MLP.
         attention_init_std (`float`, *optional*): standard deviation of the normal init of the edge attention matrix
             (default `2 / (2 * node_dim)`, as the original).
+        int8_weights (`list[str]`, *optional*, defaults to `[]`): the linear modules whose weights the checkpoint
+            stores as int8 rows with a float32 scale per row (`dialeval checkpoint quantise`): the model builds them
+            as `Int8RowLinear`, for scoring only (they do not train).
     """
 
     model_type = "dialeval-dynaeval"
@@ -61,6 +67,7 @@ class DynaEvalConfig(PretrainedConfig):
         num_bases: int = 16,
         dropout: float = 0.5,
         attention_init_std: float | None = None,
+        int8_weights: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         self.utterance_dim = int(utterance_dim)
@@ -78,6 +85,7 @@ class DynaEvalConfig(PretrainedConfig):
         self.dropout = float(dropout)
         self.attention_init_std = (float(attention_init_std) if attention_init_std is not None
                                    else 2.0 / (2 * self.node_dim))
+        self.int8_weights = int8_weight_names(int8_weights)
         if self.node_dim % 2:
             raise ValueError(f"node_dim ({self.node_dim}) must be even (two LSTM directions of node_dim // 2)")
         if self.utterance_pooling != "mean":

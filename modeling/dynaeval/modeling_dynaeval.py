@@ -1,8 +1,8 @@
 """DynaEval (Zhang et al., ACL 2021): dialogue-level evaluation with a structured graph over the utterances.
 
-transformers custom code, flat on purpose (imports only torch / transformers / torch_geometric / stdlib) so that it
-can be shipped next to a checkpoint and loaded with ``AutoModel.from_pretrained(path_or_repo, trust_remote_code=True)``
-without ``dialeval`` installed.
+transformers custom code, flat on purpose (imports only torch / transformers / torch_geometric / stdlib, and its
+folder's copy of the shared model code, ``modeling_shared.py``) so that it can be shipped next to a checkpoint and
+loaded with ``AutoModel.from_pretrained(path_or_repo, trust_remote_code=True)`` without ``dialeval`` installed.
 
 The model reads *utterance embeddings* (one vector per utterance, from a frozen sentence encoder run outside the
 model, so embeddings can be cached) and returns one unbounded coherence score per dialogue:
@@ -45,6 +45,7 @@ from transformers import PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_dynaeval import DynaEvalConfig
+from .modeling_shared import store_int8_rows
 
 
 @dataclass
@@ -407,6 +408,7 @@ class DynaEvalModel(DynaEvalPreTrainedModel):
         self.graph_conv = GraphConv(g, g, aggr="add")
         self.hidden = nn.Linear(d + g, g)
         self.output = nn.Linear(g, 1)
+        store_int8_rows(self, config.int8_weights)  # the linear layers a quantised checkpoint stores as int8 rows
         self.post_init()
 
     # -- pieces -------------------------------------------------------------------------------------------------------
@@ -465,7 +467,7 @@ class DynaEvalModel(DynaEvalPreTrainedModel):
         if speaker_ids.shape != (utterance_embeddings.size(0),):
             raise ValueError(f"speaker_ids must be [N] = [{utterance_embeddings.size(0)}], "
                              f"got shape {tuple(speaker_ids.shape)}")
-        x = utterance_embeddings.to(self.input_proj.weight.dtype)
+        x = utterance_embeddings.to(self.dtype)  # the float weights' (input_proj's may be int8 rows)
         h = self.contextualize(x, lengths)
         edge_index, edge_type, edge_weight = self.graph_inputs(h, lengths, speaker_ids)
         g = self.rgcn(h, edge_index, edge_type, edge_weight)

@@ -24,14 +24,13 @@ MODELS = {"grade": ("grade", "GradeModel"), "dynaeval": ("dynaeval", "DynaEvalMo
           "rade": ("rade", "RadeModel"), "amr_eval": ("amr_eval", "AmrEvalModel")}
 #: Models that read token ids: their exported folders carry the tokenizer
 TOKEN_MODELS = ("grade", "rade", "amr_eval")
-#: Modeling folders whose model file imports the shared model code (a copy of modeling/shared/modeling_shared.py)
-SHARED_CODE_MODELS = ("grade", "rade", "amr_eval")
 
 
 def model_code_files(module):
-    """The Python files that save_pretrained writes beside a checkpoint of modeling folder ``module``, sorted."""
-    files = [f"configuration_{module}.py", f"modeling_{module}.py"]
-    return sorted(files + ["configuration_shared.py", "modeling_shared.py"] if module in SHARED_CODE_MODELS else files)
+    """The Python files that save_pretrained writes beside a checkpoint of modeling folder ``module``, sorted: its
+    own two and the copies of the shared code, which every folder imports (modeling/shared/)."""
+    return sorted([f"configuration_{module}.py", f"modeling_{module}.py", "configuration_shared.py",
+                   "modeling_shared.py"])
 
 
 def fixed_inputs(metric, config, tokenizer=None):
@@ -384,13 +383,13 @@ def test_cli_export(tmp_path):
 
     res = CliRunner().invoke(app, ["export", "--metric", "bert_ruber", "--output-dir", str(tmp_path / "ruber")])
     assert res.exit_code == 0, res.output
-    assert "modeling_bert_ruber.py" in res.output and f"to {tmp_path / 'ruber'} (6 files" in res.output  # training.json too
+    assert "modeling_bert_ruber.py" in res.output and f"to {tmp_path / 'ruber'} (8 files" in res.output  # training.json too
     assert json.loads((tmp_path / "ruber" / "config.json").read_text())["model_type"] == "dialeval-bert-ruber"
     assert "model-index:" in (tmp_path / "ruber" / "README.md").read_text()  # the model card (test_export_card.py)
     res = CliRunner().invoke(app, ["export", "--metric", "bert_ruber", "--no-card", "--output-dir",
                                    str(tmp_path / "bare")])
     assert res.exit_code == 0, res.output
-    assert f"to {tmp_path / 'bare'} (5 files" in res.output and not (tmp_path / "bare" / "README.md").exists()
+    assert f"to {tmp_path / 'bare'} (7 files" in res.output and not (tmp_path / "bare" / "README.md").exists()
     for args, message in ((["--metric", "bert_ruber"], "exists and is not empty"),
                           (["--metric", "ponee"], "unknown metric 'ponee'; did you mean 'pone'")):
         res = CliRunner().invoke(app, ["export", *args, "--output-dir", str(tmp_path / "ruber")])

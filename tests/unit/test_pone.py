@@ -317,7 +317,8 @@ def test_save_load_and_trust_remote_code_without_dialeval(tmp_path):
         assert config["auto_map"] == {"AutoConfig": f"configuration_bert_ruber.{cls.replace('Model', 'Config')}",
                                       "AutoModel": f"modeling_bert_ruber.{cls}"}
         assert sorted(p.name for p in (tmp_path / name).iterdir()) == [
-            "config.json", "configuration_bert_ruber.py", "model.safetensors", "modeling_bert_ruber.py"]
+            "config.json", "configuration_bert_ruber.py", "configuration_shared.py", "model.safetensors",
+            "modeling_bert_ruber.py", "modeling_shared.py"]
         loaded = AutoModel.from_pretrained(tmp_path / name)
         assert type(loaded) is type(model) and not loaded.training
         with torch.no_grad():

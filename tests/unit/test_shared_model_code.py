@@ -28,8 +28,9 @@ from dialeval.training import shuffled_batches
 from conftest import ROOT
 
 MODEL_CODE = ROOT / "modeling"
-#: The folders whose model code imports the shared code (the ones with adapters and small checkpoints).
-EXPECTED_FOLDERS = {"amr_eval", "grade", "rade"}
+#: The folders whose model code imports the shared code: all of them (adapters and small checkpoints for GRADE, RADE
+#: and the AMR evaluator; int8 rows for every one).
+EXPECTED_FOLDERS = {"amr_eval", "bert_ruber", "dynaeval", "grade", "rade"}
 TINY_ENCODER = {"vocab_size": 50, "hidden_size": 8, "num_hidden_layers": 3, "num_attention_heads": 2,
                 "intermediate_size": 16, "max_position_embeddings": 32, "type_vocab_size": 2}
 
@@ -53,6 +54,8 @@ def test_every_folder_that_imports_the_shared_code_holds_a_byte_identical_copy()
 def test_the_library_imports_the_copies():
     """The installed folders' modules are the copies: their classes come from each folder's own modeling_shared."""
     import dialeval.modeling.amr_eval.modeling_amr_eval as amr_eval
+    import dialeval.modeling.bert_ruber.modeling_bert_ruber as bert_ruber
+    import dialeval.modeling.dynaeval.modeling_dynaeval as dynaeval
     import dialeval.modeling.grade.modeling_grade as grade
     import dialeval.modeling.rade.modeling_rade as rade
 
@@ -61,6 +64,8 @@ def test_the_library_imports_the_copies():
         assert issubclass(getattr(module, {"grade": "GradeModel", "rade": "RadeModel",
                                            "amr_eval": "AmrEvalModel"}[folder]),
                           module.SmallCheckpointMixin)
+    for module, folder in ((bert_ruber, "bert_ruber"), (dynaeval, "dynaeval")):  # the int8 rows only
+        assert module.store_int8_rows.__module__ == f"dialeval.modeling.{folder}.modeling_shared"
 
 
 def test_refresh_writes_the_copies_that_differ_or_are_missing(tmp_path):
@@ -72,6 +77,8 @@ def test_refresh_writes_the_copies_that_differ_or_are_missing(tmp_path):
     (tree / "newmodel").mkdir()
     (tree / "newmodel" / "modeling_newmodel.py").write_text("from .modeling_shared import LoRALinear\n")
     (tree / "newmodel" / "configuration_newmodel.py").write_text("import json\n")
+    (tree / "plainmodel").mkdir()
+    (tree / "plainmodel" / "modeling_plainmodel.py").write_text("import torch\n")
     expected = [tree / name / "modeling_shared.py" for name in ("grade", "newmodel", "rade")]
 
     assert stale_shared_model_code(tree) == expected
@@ -79,7 +86,8 @@ def test_refresh_writes_the_copies_that_differ_or_are_missing(tmp_path):
     assert stale_shared_model_code(tree) == [] and refresh_shared_model_code(tree) == []
     for copy in shared_model_code_copies(tree):
         assert copy.read_bytes() == source
-    assert not (tree / "dynaeval" / "modeling_shared.py").exists()  # a folder that does not import it gets none
+    assert not (tree / "plainmodel" / "modeling_shared.py").exists()  # a folder that does not import it gets none
+    assert not (tree / "newmodel" / "configuration_shared.py").exists()  # nor one whose files import another
 
 
 def test_the_encoder_configuration_is_one_source_held_equal_in_every_folder_that_uses_it(tmp_path):
@@ -124,7 +132,7 @@ def test_the_encoder_configuration_is_one_source_held_equal_in_every_folder_that
 def test_export_refuses_a_copy_that_differs_from_the_source(tmp_path):
     folder = tmp_path / "export"
     folder.mkdir()
-    _check_shared_model_code(folder)  # a model without shared code (DynaEval, BERT-RUBER)
+    _check_shared_model_code(folder)  # a folder without shared code (one written before the models imported it)
     (folder / "modeling_shared.py").write_bytes(shared_model_code_source(MODEL_CODE).read_bytes())
     _check_shared_model_code(folder)
     (folder / "modeling_shared.py").write_text("# drifted\n")
@@ -294,7 +302,10 @@ def test_store_int8_rows_replaces_the_named_linear_layers_and_refuses_anything_e
 
 def test_models_build_the_linear_layers_their_config_names_as_int8_layers():
     """Built from a config (not only loaded), whatever layer it names: GRADE's graph attention projection too, which
-    its own weight init would otherwise draw into."""
+    its own weight init would otherwise draw into; BERT-RUBER's and PONE's MLP, DynaEval's projections. A weight that
+    is no plain nn.Linear's (BERT-RUBER's bilinear matrix, DynaEval's LSTM, PyG's linear layer) is refused."""
+    from dialeval.modeling.bert_ruber import BertRuberConfig, BertRuberModel, PoneConfig, PoneModel
+    from dialeval.modeling.dynaeval import DynaEvalConfig, DynaEvalModel
     from dialeval.modeling.grade import GradeConfig, GradeModel
     from dialeval.modeling.rade import RadeConfig, RadeModel
 
@@ -304,19 +315,32 @@ def test_models_build_the_linear_layers_their_config_names_as_int8_layers():
                                    int8_weights=int8))
     rade = RadeModel(RadeConfig(encoder_config=TINY_ENCODER, base_encoder="", regressor_dims=[4], use_decoder=False,
                                 int8_weights=["regressor.1"]))
-    for model, names in ((grade, set(int8)), (rade, {"regressor.1"})):  # each folder's own copy of the class
+    ruber = BertRuberModel(BertRuberConfig(embedding_dim=6, hidden_dims=[5, 4], int8_weights=["hidden.1", "output"]))
+    pone = PoneModel(PoneConfig(embedding_dim=6, hidden_dims=[5], int8_weights=["hidden.0"]))
+    dynaeval_config = {"utterance_dim": 6, "node_dim": 8, "graph_dim": 6, "lstm_layers": 1, "num_bases": 2}
+    dynaeval = DynaEvalModel(DynaEvalConfig(**dynaeval_config, int8_weights=["input_proj", "hidden"]))
+    for model, names in ((grade, set(int8)), (rade, {"regressor.1"}), (ruber, {"hidden.1", "output"}),
+                         (pone, {"hidden.0"}), (dynaeval, {"input_proj", "hidden"})):  # each folder's own class
         assert {n for n, m in model.named_modules() if type(m).__name__ == "Int8RowLinear"} == names
         assert all(model.state_dict()[f"{n}.weight"].dtype == torch.int8 for n in names)
+    assert dynaeval.dtype == torch.float32  # the float weights' dtype, which the inputs are cast to
     with pytest.raises(ValueError, match="'regressor.0', a Dropout"):
         RadeModel(RadeConfig(encoder_config=TINY_ENCODER, base_encoder="", regressor_dims=[4], use_decoder=False,
                              int8_weights=["regressor.0"]))
+    with pytest.raises(ValueError, match="'bilinear', which is not a module of BertRuberModel"):
+        BertRuberModel(BertRuberConfig(embedding_dim=6, hidden_dims=[5], int8_weights=["bilinear"]))
+    for name, kind in (("lstm", "LSTM"), ("graph_conv.lin_rel", "Linear")):  # PyG's Linear is no plain nn.Linear
+        with pytest.raises(ValueError, match=f"'{name}', a {kind}: only a plain nn.Linear"):
+            DynaEvalModel(DynaEvalConfig(**dynaeval_config, int8_weights=[name]))
 
 
 def test_int8_weights_in_a_config_is_a_sorted_list_of_module_names():
+    from dialeval.modeling.bert_ruber import BertRuberConfig, PoneConfig
+    from dialeval.modeling.dynaeval import DynaEvalConfig
     from dialeval.modeling.grade import GradeConfig
     from dialeval.modeling.rade import RadeConfig
 
-    for config_class in (GradeConfig, RadeConfig):
+    for config_class in (GradeConfig, RadeConfig, BertRuberConfig, PoneConfig, DynaEvalConfig):
         assert config_class().int8_weights == []
         assert config_class(int8_weights=["b", "a", "b"]).int8_weights == ["a", "b"]
         for bad in ("text_proj", [3], [""]):
