@@ -376,11 +376,12 @@ def optimizer_step(model, batches: Iterator[Any], *, loss_fn, accelerator, optim
 def half_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """``state`` with its floating-point tensors in float16, the others as they are: what a shipped checkpoint
     stores (half the bytes; a config that keeps float32 makes loading compute in float32 from these values). The
-    row scales of weights stored as int8 rows (``<module>.weight_scale``, ``dialeval checkpoint quantise``) stay
-    float32."""
-    from ..modeling.shared.modeling_shared import ROW_SCALE
+    row scales of weights stored as int8 rows (``<weight>_scale`` beside an int8 ``<weight>``, ``dialeval checkpoint
+    quantise``) stay float32."""
+    from ..modeling.shared.modeling_shared import row_scale_name
 
-    return {k: v.to(torch.float16).contiguous() if v.is_floating_point() and not k.endswith(f".{ROW_SCALE}") else v
+    scales = {row_scale_name(k) for k, v in state.items() if v.dtype == torch.int8}
+    return {k: v.to(torch.float16).contiguous() if v.is_floating_point() and k not in scales else v
             for k, v in state.items()}
 
 

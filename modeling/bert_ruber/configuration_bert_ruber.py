@@ -61,9 +61,9 @@ class BertRuberConfig(PretrainedConfig):
         hybrid_referenced_range (`list[float]`, *optional*): the same for the response-reference cosine.
         hybrid_calibration (`str`, *optional*): informational, the data the two ranges were computed on (the run's
             DailyDialog validation set; see `dialeval.metrics.bert_ruber.calibration`).
-        int8_weights (`list[str]`, *optional*, defaults to `[]`): the linear modules whose weights the checkpoint
-            stores as int8 rows with a float32 scale per row (`dialeval checkpoint quantise`): the model builds them
-            as `Int8RowLinear`, for scoring only (they do not train).
+        int8_weights (`list[str]`, *optional*, defaults to `[]`): the weights the checkpoint stores as int8 rows with
+            a float32 scale per row (`dialeval checkpoint quantise`), for scoring only (they do not train): linear
+            modules by name, which the model builds as `Int8RowLinear`, and the bilinear matrix, `bilinear`.
     """
 
     model_type = "dialeval-bert-ruber"

@@ -28,7 +28,7 @@ from transformers import PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_bert_ruber import BertRuberConfig, PoneConfig
-from .modeling_shared import store_int8_rows
+from .modeling_shared import float_weight, store_int8_rows
 
 
 @dataclass
@@ -64,12 +64,16 @@ class BertRuberPreTrainedModel(PreTrainedModel):
             if module.bias is not None:
                 bound = 1.0 / math.sqrt(module.in_features) if module.in_features > 0 else 0.0
                 init.uniform_(module.bias, -bound, bound)
-        elif isinstance(module, BertRuberModel):
+        elif isinstance(module, BertRuberModel) and module.bilinear.is_floating_point():  # int8 rows: loading fills
             init.uniform_(module.bilinear, 0.0, 1.0)
 
 
 class BertRuberModel(BertRuberPreTrainedModel):
     """Unreferenced score of a response given its context, from their sentence embeddings (see the module docstring)."""
+
+    #: Weights besides the linear layers' that a quantised checkpoint may store as int8 rows (``int8_weights``): the
+    #: bilinear matrix, read through ``float_weight`` (a row per context dimension).
+    int8_row_parameters = ("bilinear",)
 
     def __init__(self, config: BertRuberConfig) -> None:
         super().__init__(config)
@@ -80,7 +84,7 @@ class BertRuberModel(BertRuberPreTrainedModel):
         self.output = nn.Linear(dims[-1], 1)
         self.dropout = nn.Dropout(config.dropout)
         self._act = torch.tanh if config.activation == "tanh" else F.relu
-        store_int8_rows(self, config.int8_weights)  # the MLP layers a quantised checkpoint stores as int8 rows
+        store_int8_rows(self, config.int8_weights)  # the weights a quantised checkpoint stores as int8 rows
         self.post_init()
 
     def features(self, context_embeds: torch.Tensor, response_embeds: torch.Tensor) -> torch.Tensor:
@@ -91,7 +95,8 @@ class BertRuberModel(BertRuberPreTrainedModel):
         if context_embeds.shape[-1] != self.config.embedding_dim:
             raise ValueError(f"embeddings have size {context_embeds.shape[-1]}, the model expects "
                              f"{self.config.embedding_dim} (config.embedding_dim)")
-        quadratic = ((context_embeds @ self.bilinear) * response_embeds).sum(dim=-1, keepdim=True)
+        bilinear = float_weight(self, "bilinear", context_embeds.dtype)
+        quadratic = ((context_embeds @ bilinear) * response_embeds).sum(dim=-1, keepdim=True)
         return torch.cat([context_embeds, quadratic, response_embeds], dim=-1)
 
     def forward(self, context_embeds: torch.Tensor, response_embeds: torch.Tensor, labels: torch.Tensor | None = None,

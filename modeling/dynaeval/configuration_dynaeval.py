@@ -44,9 +44,10 @@ class DynaEvalConfig(PretrainedConfig):
             the scoring MLP.
         attention_init_std (`float`, *optional*): standard deviation of the normal init of the edge attention matrix
             (default `2 / (2 * node_dim)`, as the original).
-        int8_weights (`list[str]`, *optional*, defaults to `[]`): the linear modules whose weights the checkpoint
-            stores as int8 rows with a float32 scale per row (`dialeval checkpoint quantise`): the model builds them
-            as `Int8RowLinear`, for scoring only (they do not train).
+        int8_weights (`list[str]`, *optional*, defaults to `[]`): the weights the checkpoint stores as int8 rows with
+            a float32 scale per row (`dialeval checkpoint quantise`), for scoring only (they do not train): linear
+            modules by name, which the model builds as `Int8RowLinear`, and by parameter name the LSTM's weights
+            (`lstm.weight_ih_l0`, ...), `edge_attention.weight`, `rgcn.basis` and `rgcn.root`.
     """
 
     model_type = "dialeval-dynaeval"

@@ -45,7 +45,7 @@ from transformers import PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .configuration_dynaeval import DynaEvalConfig
-from .modeling_shared import store_int8_rows
+from .modeling_shared import float_weight, store_int8_rows
 
 
 @dataclass
@@ -176,13 +176,15 @@ def packed_lstm_steps(lstm: nn.LSTM, data: torch.Tensor, batch_sizes: torch.Tens
     ``PackedLayer`` / ``ReversedPackedLayer`` and ``LSTMCell``, dropout between layers by ``F.dropout``), so the
     values, the gradients and the random draws are the same to the bit. Written out, a step reads its rows of the
     precomputed input transform through one ``split``: torch's loop takes them by ``narrow``, whose backward fills
-    a zero tensor of the whole packed input at every step, which was half of a CPU training step's time.
+    a zero tensor of the whole packed input at every step, which was half of a CPU training step's time. It reads
+    the weights through ``float_weight``, so it also runs an LSTM whose weights are stored as int8 rows, which torch's
+    own cannot.
     """
     sizes = batch_sizes.tolist()
     x = data
     for layer in range(lstm.num_layers):
-        x = torch.cat([_lstm_direction(x, sizes, *(getattr(lstm, f"{name}_l{layer}{suffix}") for name in
-                                                    ("weight_ih", "weight_hh", "bias_ih", "bias_hh")),
+        x = torch.cat([_lstm_direction(x, sizes, *(float_weight(lstm, f"{name}_l{layer}{suffix}", data.dtype)
+                                                    for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")),
                                        reverse=suffix == "_reverse")
                        for suffix in ("", "_reverse")], dim=-1)
         if lstm.dropout and lstm.training and layer < lstm.num_layers - 1:
@@ -300,7 +302,7 @@ class WindowEdgeAttention(nn.Module):
 
     def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         source, target = edge_index
-        projected = h @ self.weight.t()  # W h_k for every node
+        projected = h @ float_weight(self, "weight", h.dtype).t()  # W h_k for every node
         logits = edge_dot(projected, h, target, source)
         return softmax(logits, source, num_nodes=h.size(0))
 
@@ -337,7 +339,8 @@ class WeightedRGCNConv(nn.Module):
 
     def relation_weights(self) -> torch.Tensor:
         """``W_r`` for every relation: [num_relations, in_dim, out_dim]."""
-        return (self.comp @ self.basis.reshape(self.num_bases, -1)).view(self.num_relations, self.in_dim, self.out_dim)
+        basis = float_weight(self, "basis", self.comp.dtype)
+        return (self.comp @ basis.reshape(self.num_bases, -1)).view(self.num_relations, self.in_dim, self.out_dim)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor,
                 edge_weight: torch.Tensor | None = None) -> torch.Tensor:
@@ -351,7 +354,7 @@ class WeightedRGCNConv(nn.Module):
                                   num_nodes * self.num_relations)
         weights = self.relation_weights().reshape(self.num_relations * self.in_dim, self.out_dim)
         out = slots.view(num_nodes, self.num_relations * self.in_dim) @ weights
-        return out + x @ self.root + self.bias
+        return out + x @ float_weight(self, "root", x.dtype) + self.bias
 
     def extra_repr(self) -> str:
         return f"{self.in_dim}, {self.out_dim}, num_relations={self.num_relations}, num_bases={self.num_bases}"
@@ -374,8 +377,9 @@ class DynaEvalPreTrainedModel(PreTrainedModel):
         if isinstance(module, WeightedRGCNConv):
             bound = module.init_bound()
             for p in (module.basis, module.comp, module.root, module.bias):
-                init.uniform_(p, -bound, bound)
-        elif isinstance(module, WindowEdgeAttention):
+                if p.is_floating_point():  # not int8 rows (config.int8_weights), which only loading fills
+                    init.uniform_(p, -bound, bound)
+        elif isinstance(module, WindowEdgeAttention) and module.weight.is_floating_point():
             init.normal_(module.weight, 0.0, module.init_std)
         elif isinstance(module, nn.LSTM):
             bound = 1.0 / math.sqrt(module.hidden_size)
@@ -396,6 +400,11 @@ class DynaEvalModel(DynaEvalPreTrainedModel):
     dialogue after dialogue, with ``dialogue_lengths`` [B] saying how many belong to each.
     """
 
+    #: Weights besides the linear layers' that a quantised checkpoint may store as int8 rows (``int8_weights``), each
+    #: read through ``float_weight``: the LSTM's (by :func:`packed_lstm_steps`, which then runs on every device), the
+    #: edge attention's and the relational layer's basis and root (a row per input dimension, and basis).
+    int8_row_parameters = ("lstm.weight_*", "edge_attention.weight", "rgcn.basis", "rgcn.root")
+
     def __init__(self, config: DynaEvalConfig) -> None:
         super().__init__(config)
         d, g = config.node_dim, config.graph_dim
@@ -408,7 +417,7 @@ class DynaEvalModel(DynaEvalPreTrainedModel):
         self.graph_conv = GraphConv(g, g, aggr="add")
         self.hidden = nn.Linear(d + g, g)
         self.output = nn.Linear(g, 1)
-        store_int8_rows(self, config.int8_weights)  # the linear layers a quantised checkpoint stores as int8 rows
+        store_int8_rows(self, config.int8_weights)  # the weights a quantised checkpoint stores as int8 rows
         self.post_init()
 
     # -- pieces -------------------------------------------------------------------------------------------------------
@@ -419,7 +428,8 @@ class DynaEvalModel(DynaEvalPreTrainedModel):
         order = packed_node_order(dialogue_lengths.cpu())
         nodes = order.data.to(x.device)
         packed = x.index_select(0, nodes)
-        if x.device.type == "cpu" and torch.is_grad_enabled():  # the same LSTM with a cheaper backward
+        int8_lstm = any(b.dtype == torch.int8 for b in self.lstm.buffers())  # int8 rows: torch's LSTM cannot read
+        if int8_lstm or x.device.type == "cpu" and torch.is_grad_enabled():  # the same LSTM with a cheaper backward
             out = packed_lstm_steps(self.lstm, packed, order.batch_sizes)
         else:
             out = self.lstm(PackedSequence(packed, order.batch_sizes, order.sorted_indices.to(x.device),

@@ -21,12 +21,26 @@ What it holds:
   :func:`base_encoder_state_dict`);
 * :class:`SmallCheckpointMixin`: save only what training changed, and complete such a checkpoint from the base
   encoder package when loading, with transformers' load report held back meanwhile (:class:`HeldLoadReport`);
-* weights stored as int8 rows (:func:`quantise_rows`, :func:`dequantise_rows`, :class:`Int8RowLinear`,
-  :func:`store_int8_rows`): the linear layers a config's ``int8_weights`` names, for a smaller scoring checkpoint.
+* weights stored as int8 rows (:func:`quantise_rows`, :func:`dequantise_rows`, :func:`store_int8_rows`): the
+  weights a config's ``int8_weights`` names, for a smaller scoring checkpoint.
+
+How a weight is stored as int8 rows: its module holds two buffers in place of the float parameter, ``<name>`` (int8, the
+weight's shape) and ``<name>_scale`` (float32, a scale per row; :func:`hold_int8_rows`), and the code that computes with
+the weight reads it through :func:`float_weight`, which dequantises it (and returns a float parameter as it is). So a
+checkpoint's keys are the float model's plus the scales, transformers' ``from_pretrained`` loads the buffers as it loads
+parameters and keeps them int8 (also under ``dtype=``), and a folder's copy of this file needs nothing else under
+``trust_remote_code``. torch's parametrizations were not taken: they rename the stored weight
+(``parametrizations.<name>.original``), which transformers does not map to the float model's keys. Code that is not ours
+cannot read through the accessor: an ``nn.Linear`` becomes an :class:`Int8RowLinear` (the same buffers, its forward
+reads ``weight`` through :func:`float_weight`); any other weight can be stored so only where the model's own code reads
+it through the accessor, which the model's class says by listing it in :data:`INT8_ROW_PARAMETERS` (BERT-RUBER's
+bilinear matrix; DynaEval's LSTM, read by its own LSTM loop, and its graph layers' weights). :func:`int8_row_weights`
+names what a model can store so, for ``dialeval checkpoint quantise``.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 import logging
 import math
@@ -195,44 +209,83 @@ def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 # Weights stored as int8 rows
 # ---------------------------------------------------------------------------------------------------------------------
 
-#: The name of the buffer beside an int8 weight that holds the scale of each of its rows: ``<module>.weight_scale``.
-ROW_SCALE = "weight_scale"
+#: The suffix of the buffer beside an int8 weight that holds the scale of each of its rows (:func:`row_scale_name`).
+SCALE_SUFFIX = "_scale"
+#: A linear layer's row scales: ``<module>.weight_scale``.
+ROW_SCALE = "weight" + SCALE_SUFFIX
+#: The class attribute of a model that lists (``fnmatch`` patterns of parameter names) the float weights besides its
+#: ``nn.Linear`` layers' that its code reads through :func:`float_weight`, so that it can store them as int8 rows.
+INT8_ROW_PARAMETERS = "int8_row_parameters"
+
+
+def row_scale_name(name: str) -> str:
+    """The name of the row scales of the weight ``name`` stored as int8 rows: ``<name>_scale``."""
+    return name + SCALE_SUFFIX
 
 
 def quantise_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each row of the 2-D ``x`` as int8 values times its own float32 scale: the scale is the row's largest magnitude
-    / 127, the values are round(x / scale) (halves to even), so the largest is +-127. A zero row stores zeros and
-    scale 0. The error per value is at most half a scale step (under 0.4% of the row's largest magnitude); half of
-    float16's bytes, plus a scale per row. Computed in float32: the same values whatever ``x``'s dtype, device."""
+    """Each row of ``x`` (2-D or more; a row runs along the last dimension, so a [out, in] weight has one per output,
+    a [b, in, out] one one per (b, in)) as int8 values times its own float32 scale (the scales have ``x``'s shape but
+    the last): the scale is the row's largest magnitude / 127, the values are round(x / scale) (halves to even), so
+    the largest is +-127. A zero row stores zeros and scale 0. The error per value is at most half a scale step (under
+    0.4% of the row's largest magnitude); half of float16's bytes, plus a scale per row. Computed in float32: the
+    same values whatever ``x``'s dtype, device."""
     x = x.detach().to(torch.float32)
-    if x.dim() != 2:
-        raise ValueError(f"quantise_rows takes a 2-D tensor (rows), got shape {tuple(x.shape)}")
+    if x.dim() < 2:
+        raise ValueError(f"quantise_rows takes a tensor of rows (2-D or more), got shape {tuple(x.shape)}")
     if x.numel() == 0:
-        return torch.zeros(x.shape, dtype=torch.int8, device=x.device), torch.zeros(len(x), device=x.device)
-    scale = x.abs().amax(dim=1) / 127
-    q = torch.where(scale[:, None] > 0, x / scale[:, None], torch.zeros_like(x))
+        return torch.zeros(x.shape, dtype=torch.int8, device=x.device), torch.zeros(x.shape[:-1], device=x.device)
+    scale = x.abs().amax(dim=-1) / 127
+    q = torch.where(scale[..., None] > 0, x / scale[..., None], torch.zeros_like(x))
     return torch.round(q).clamp_(-127, 127).to(torch.int8), scale
 
 
 def dequantise_rows(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """float32 rows from :func:`quantise_rows`' int8 values and scales."""
-    return q.to(torch.float32) * scale.to(torch.float32)[:, None]
+    return q.to(torch.float32) * scale.to(torch.float32)[..., None]
+
+
+def hold_int8_rows(module: nn.Module, name: str, shape: tuple[int, ...]) -> None:
+    """Give ``module`` the buffers of a weight ``name`` of ``shape`` stored as int8 rows, zero until loading fills
+    them: ``name`` (int8) and ``<name>_scale`` (float32) in place of the float parameter of that name, if any. Set
+    through ``setattr`` too, so a module that keeps its own list of its weights (``nn.LSTM``'s ``_flat_weights``)
+    holds the int8 tensor, not the float one it replaces."""
+    device = None
+    if name in module._parameters:
+        device = module._parameters[name].device
+        delattr(module, name)
+    module.register_buffer(name, torch.zeros(shape, dtype=torch.int8, device=device))
+    module.register_buffer(row_scale_name(name), torch.zeros(shape[:-1], dtype=torch.float32, device=device))
+    setattr(module, name, getattr(module, name))
+
+
+def float_weight(module: nn.Module, name: str, dtype: torch.dtype) -> torch.Tensor:
+    """``module``'s weight ``name`` to compute with: a float parameter as it is; a weight stored as int8 rows
+    (:func:`hold_int8_rows`) dequantised (:func:`dequantise_rows`) in ``dtype``.
+
+    Int8 rows cannot train: reading them in training mode with gradients on raises ``RuntimeError`` (train from the
+    float checkpoint the int8 one was made from)."""
+    weight = getattr(module, name)
+    if weight.dtype != torch.int8:
+        return weight
+    if module.training and torch.is_grad_enabled():
+        raise RuntimeError(
+            f"{type(module).__name__}.{name} is stored as int8 rows (config.int8_weights), for scoring: it cannot "
+            "train. Train from the float checkpoint it was made from, or call model.eval()")
+    return dequantise_rows(weight, getattr(module, row_scale_name(name))).to(dtype)
 
 
 class Int8RowLinear(nn.Module):
-    """A linear layer for scoring whose weight is stored as int8 rows (:func:`quantise_rows`): the buffers ``weight``
+    """A linear layer for scoring whose weight is stored as int8 rows (:func:`hold_int8_rows`): the buffers ``weight``
     (int8 [out, in]) and ``weight_scale`` (:data:`ROW_SCALE`, float32 [out]), so a checkpoint's keys are those of the
-    ``nn.Linear`` it replaces plus the scale; the bias stays a float parameter. The forward dequantises the weight
-    (:func:`dequantise_rows`, in the input's dtype) and runs ``F.linear``.
-
-    Its weight cannot train: a forward in training mode with gradients on raises ``RuntimeError`` (train from the
-    float checkpoint the int8 one was made from)."""
+    ``nn.Linear`` it replaces plus the scale; the bias stays a float parameter. The forward reads the weight through
+    :func:`float_weight` (dequantised in the input's dtype; an error in training mode with gradients on) and runs
+    ``F.linear``."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        self.register_buffer("weight", torch.zeros(out_features, in_features, dtype=torch.int8))
-        self.register_buffer(ROW_SCALE, torch.zeros(out_features, dtype=torch.float32))
+        hold_int8_rows(self, "weight", (out_features, in_features))
         self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
 
     @classmethod
@@ -247,11 +300,7 @@ class Int8RowLinear(nn.Module):
         return module.to(linear.weight.device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.training and torch.is_grad_enabled():
-            raise RuntimeError(
-                "this layer's weight is stored as int8 rows (config.int8_weights), for scoring: it cannot train. "
-                "Train from the float checkpoint it was made from, or call model.eval()")
-        weight = dequantise_rows(self.weight, getattr(self, ROW_SCALE)).to(x.dtype)
+        weight = float_weight(self, "weight", x.dtype)
         return nn.functional.linear(x, weight, None if self.bias is None else self.bias.to(x.dtype))
 
     def extra_repr(self) -> str:
@@ -259,19 +308,43 @@ class Int8RowLinear(nn.Module):
                 "int8 rows")
 
 
+def int8_row_weights(model: nn.Module) -> dict[str, str]:
+    """What ``model`` can store as int8 rows, by the name a config's ``int8_weights`` gives it, with the name of its
+    int8 tensor in the model's state: each plain ``nn.Linear`` by its module name (``<module>`` ->
+    ``<module>.weight``), and each float parameter of 2 dimensions or more that its class lists in
+    :data:`INT8_ROW_PARAMETERS`, by its own name (``<parameter>`` -> ``<parameter>``)."""
+    patterns = getattr(type(model), INT8_ROW_PARAMETERS, ())
+    weights = {name: f"{name}.weight" for name, module in model.named_modules() if type(module) is nn.Linear}
+    weights.update({name: name for name, param in model.named_parameters()
+                    if param.dim() >= 2 and any(fnmatch.fnmatchcase(name, p) for p in patterns)})
+    return weights
+
+
 def store_int8_rows(model: nn.Module, names) -> None:
-    """Replace each ``nn.Linear`` of ``model`` named in ``names`` (module names, as ``named_modules`` gives them; a
-    config's ``int8_weights``) by an :class:`Int8RowLinear` of the same shape; call in the model's ``__init__``,
-    before its weights are loaded. An error names a module that is missing or not a plain ``nn.Linear`` (an
-    adapter's :class:`LoRALinear` is not one)."""
+    """Store each weight of ``model`` named in ``names`` (a config's ``int8_weights``, named as
+    :func:`int8_row_weights` names them) as int8 rows; call in the model's ``__init__``, before its weights are
+    loaded. A named ``nn.Linear`` is replaced by an :class:`Int8RowLinear` of the same shape; a named parameter is
+    held as int8 rows in its module (:func:`hold_int8_rows`). An error names anything else: a module or parameter
+    that is missing, or one the model cannot read as int8 rows (an adapter's :class:`LoRALinear`, a LayerNorm, a
+    parameter its class does not list)."""
+    eligible = int8_row_weights(model)
+    parameters = dict(model.named_parameters())
     for name in names:
+        if name in eligible and name in parameters:
+            parent, _, child = name.rpartition(".")
+            hold_int8_rows(model.get_submodule(parent) if parent else model, child, tuple(parameters[name].shape))
+            continue
+        if name in parameters:
+            raise ValueError(f"int8_weights names {name!r}, a parameter that {type(model).__name__} does not read as "
+                             f"int8 rows (it can store: {sorted(eligible)})")
         try:
             old = model.get_submodule(name)
         except AttributeError:
-            raise ValueError(f"int8_weights names {name!r}, which is not a module of {type(model).__name__}") from None
+            raise ValueError(f"int8_weights names {name!r}, which is not a module or parameter of "
+                             f"{type(model).__name__}") from None
         if type(old) is not nn.Linear:
-            raise ValueError(f"int8_weights names {name!r}, a {type(old).__name__}: only a plain nn.Linear can be "
-                             "stored as int8 rows")
+            raise ValueError(f"int8_weights names {name!r}, a {type(old).__name__}: only a plain nn.Linear or a "
+                             f"parameter the model reads as int8 rows can be stored as int8 rows")
         parent, _, child = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, child,
                 Int8RowLinear(old.in_features, old.out_features, bias=old.bias is not None))

@@ -1,5 +1,5 @@
 """The encoder configuration that the custom-code models built on a BERT encoder share (GRADE, RADE, the AMR evaluator
-and its parser), written once; and the check of a config's ``int8_weights`` (the linear layers stored as int8 rows).
+and its parser), written once; and the check of a config's ``int8_weights`` (the weights stored as int8 rows).
 
 This is the one source: every custom-code folder that imports it (``from .configuration_shared import ...``) holds a
 byte-identical copy, written by ``dialeval.scoring.export.refresh_shared_model_code()`` and checked by
@@ -42,13 +42,13 @@ def clean_encoder_config(encoder_config: dict[str, Any] | PretrainedConfig | Non
 
 
 def int8_weight_names(names: list[str] | tuple[str, ...] | None) -> list[str]:
-    """A config's ``int8_weights``: the names of the linear modules whose weights the checkpoint stores as int8 rows
-    (``modeling_shared.store_int8_rows``; written by ``dialeval checkpoint quantise``), sorted; None or empty: none.
-    An error for anything but a list of module names."""
+    """A config's ``int8_weights``: the names of the weights the checkpoint stores as int8 rows (a linear layer's
+    module name, another weight's parameter name: ``modeling_shared.store_int8_rows``; written by ``dialeval
+    checkpoint quantise``), sorted; None or empty: none. An error for anything but a list of names."""
     if names is None:
         return []
     if isinstance(names, str) or not all(isinstance(n, str) and n and not n.startswith(".") for n in names):
-        raise ValueError(f"int8_weights must be a list of module names, got {names!r}")
+        raise ValueError(f"int8_weights must be a list of module or parameter names, got {names!r}")
     return sorted(set(names))
 
 

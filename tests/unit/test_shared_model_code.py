@@ -296,14 +296,19 @@ def test_store_int8_rows_replaces_the_named_linear_layers_and_refuses_anything_e
         shared.store_int8_rows(model, ["1"])
     with pytest.raises(ValueError, match="'2', a LoRALinear"):
         shared.store_int8_rows(model, ["2"])
-    with pytest.raises(ValueError, match="'head', which is not a module of Sequential"):
+    with pytest.raises(ValueError, match="'head', which is not a module or parameter of Sequential"):
         shared.store_int8_rows(model, ["head"])
+    with pytest.raises(ValueError, match=r"'2.weight', a parameter that Sequential does not read as int8 rows \(it "
+                                         r"can store: \[\]\)"):  # a class lists the others it reads so
+        shared.store_int8_rows(model, ["2.weight"])
 
 
-def test_models_build_the_linear_layers_their_config_names_as_int8_layers():
-    """Built from a config (not only loaded), whatever layer it names: GRADE's graph attention projection too, which
-    its own weight init would otherwise draw into; BERT-RUBER's and PONE's MLP, DynaEval's projections. A weight that
-    is no plain nn.Linear's (BERT-RUBER's bilinear matrix, DynaEval's LSTM, PyG's linear layer) is refused."""
+def test_models_build_the_weights_their_config_names_as_int8_rows():
+    """Built from a config (not only loaded), whatever weight it names: GRADE's graph attention projection too, which
+    its own weight init would otherwise draw into; BERT-RUBER's and PONE's MLP and bilinear matrix, DynaEval's
+    projections, LSTM, edge attention and relational layer (buffers in place of the parameters, which their own
+    weight init leaves alone). A weight the model cannot read as int8 rows (DynaEval's LSTM as a module, PyG's linear
+    layer, a parameter its class does not list, a linear layer's weight named as a parameter) is refused."""
     from dialeval.modeling.bert_ruber import BertRuberConfig, BertRuberModel, PoneConfig, PoneModel
     from dialeval.modeling.dynaeval import DynaEvalConfig, DynaEvalModel
     from dialeval.modeling.grade import GradeConfig, GradeModel
@@ -315,23 +320,67 @@ def test_models_build_the_linear_layers_their_config_names_as_int8_layers():
                                    int8_weights=int8))
     rade = RadeModel(RadeConfig(encoder_config=TINY_ENCODER, base_encoder="", regressor_dims=[4], use_decoder=False,
                                 int8_weights=["regressor.1"]))
-    ruber = BertRuberModel(BertRuberConfig(embedding_dim=6, hidden_dims=[5, 4], int8_weights=["hidden.1", "output"]))
+    ruber = BertRuberModel(BertRuberConfig(embedding_dim=6, hidden_dims=[5, 4],
+                                           int8_weights=["bilinear", "hidden.1", "output"]))
     pone = PoneModel(PoneConfig(embedding_dim=6, hidden_dims=[5], int8_weights=["hidden.0"]))
-    dynaeval_config = {"utterance_dim": 6, "node_dim": 8, "graph_dim": 6, "lstm_layers": 1, "num_bases": 2}
-    dynaeval = DynaEvalModel(DynaEvalConfig(**dynaeval_config, int8_weights=["input_proj", "hidden"]))
-    for model, names in ((grade, set(int8)), (rade, {"regressor.1"}), (ruber, {"hidden.1", "output"}),
-                         (pone, {"hidden.0"}), (dynaeval, {"input_proj", "hidden"})):  # each folder's own class
+    dynaeval_config = {"utterance_dim": 6, "node_dim": 8, "graph_dim": 6, "lstm_layers": 2, "num_bases": 2}
+    graph = ["edge_attention.weight", "lstm.weight_hh_l1_reverse", "lstm.weight_ih_l0", "rgcn.basis", "rgcn.root"]
+    dynaeval = DynaEvalModel(DynaEvalConfig(**dynaeval_config, int8_weights=["input_proj", "hidden", *graph]))
+    for model, names, params in ((grade, set(int8), set()), (rade, {"regressor.1"}, set()),
+                                 (ruber, {"hidden.1", "output"}, {"bilinear"}), (pone, {"hidden.0"}, set()),
+                                 (dynaeval, {"input_proj", "hidden"}, set(graph))):  # each folder's own class
         assert {n for n, m in model.named_modules() if type(m).__name__ == "Int8RowLinear"} == names
-        assert all(model.state_dict()[f"{n}.weight"].dtype == torch.int8 for n in names)
+        state = model.state_dict()
+        assert {k for k, v in state.items() if v.dtype == torch.int8} == {f"{n}.weight" for n in names} | params
+        assert all(state[f"{k}_scale"].dtype == torch.float32 for k in params)
+        assert not params & {n for n, _ in model.named_parameters()}
+    assert ruber.bilinear_scale.shape == (6,) and dynaeval.rgcn.basis_scale.shape == (2, 8)  # a scale per row
     assert dynaeval.dtype == torch.float32  # the float weights' dtype, which the inputs are cast to
     with pytest.raises(ValueError, match="'regressor.0', a Dropout"):
         RadeModel(RadeConfig(encoder_config=TINY_ENCODER, base_encoder="", regressor_dims=[4], use_decoder=False,
                              int8_weights=["regressor.0"]))
-    with pytest.raises(ValueError, match="'bilinear', which is not a module of BertRuberModel"):
-        BertRuberModel(BertRuberConfig(embedding_dim=6, hidden_dims=[5], int8_weights=["bilinear"]))
+    with pytest.raises(ValueError, match="'bilinear', which is not a module or parameter of RadeModel"):
+        RadeModel(RadeConfig(encoder_config=TINY_ENCODER, base_encoder="", regressor_dims=[4], use_decoder=False,
+                             int8_weights=["bilinear"]))
     for name, kind in (("lstm", "LSTM"), ("graph_conv.lin_rel", "Linear")):  # PyG's Linear is no plain nn.Linear
         with pytest.raises(ValueError, match=f"'{name}', a {kind}: only a plain nn.Linear"):
             DynaEvalModel(DynaEvalConfig(**dynaeval_config, int8_weights=[name]))
+    for name in ("graph_conv.lin_rel.weight", "lstm.bias_ih_l0", "rgcn.comp", "hidden.weight"):
+        with pytest.raises(ValueError, match=f"'{name}', a parameter that DynaEvalModel does not read as int8 rows"):
+            DynaEvalModel(DynaEvalConfig(**dynaeval_config, int8_weights=[name]))
+
+
+def test_int8_rows_compute_as_the_float_weights_they_hold_and_refuse_to_train():
+    """A model whose weights are int8 rows scores as the float model holding their dequantised values, to the bit
+    (BERT-RUBER's bilinear matrix; DynaEval's LSTM, run by its own loop, which matches torch's, and graph weights);
+    in training mode with gradients on, reading them is an error."""
+    from dialeval.modeling.bert_ruber import BertRuberConfig, BertRuberModel
+    from dialeval.modeling.dynaeval import DynaEvalConfig, DynaEvalModel
+
+    torch.manual_seed(0)
+    dynaeval_config = {"utterance_dim": 6, "node_dim": 8, "graph_dim": 6, "lstm_layers": 2, "num_bases": 2}
+    cases = [(BertRuberModel, BertRuberConfig, {"embedding_dim": 6, "hidden_dims": [5]},
+              lambda: {"context_embeds": torch.randn(3, 6), "response_embeds": torch.randn(3, 6)}),
+             (DynaEvalModel, DynaEvalConfig, dynaeval_config,
+              lambda: {"utterance_embeddings": torch.randn(7, 6), "dialogue_lengths": torch.tensor([4, 3])})]
+    for model_class, config_class, config, inputs in cases:
+        float_model = model_class(config_class(**config)).eval()
+        params = sorted(n for n, k in shared.int8_row_weights(float_model).items() if n == k)
+        assert params, model_class
+        int8_model = model_class(config_class(**config, int8_weights=params)).eval()
+        state = float_model.state_dict()
+        for name in params:
+            state[name], state[f"{name}_scale"] = shared.quantise_rows(state[name])
+        int8_model.load_state_dict(state)
+        with torch.no_grad():
+            for name in params:  # the float model holding the values the int8 rows stand for
+                float_model.get_parameter(name).copy_(shared.dequantise_rows(state[name], state[f"{name}_scale"]))
+        x = inputs()
+        with torch.inference_mode():
+            assert torch.equal(int8_model(**x)[0], float_model(**x)[0]), model_class
+        int8_model.train()
+        with pytest.raises(RuntimeError, match="is stored as int8 rows.*cannot train"):
+            int8_model(**x)
 
 
 def test_int8_weights_in_a_config_is_a_sorted_list_of_module_names():
@@ -344,7 +393,7 @@ def test_int8_weights_in_a_config_is_a_sorted_list_of_module_names():
         assert config_class().int8_weights == []
         assert config_class(int8_weights=["b", "a", "b"]).int8_weights == ["a", "b"]
         for bad in ("text_proj", [3], [""]):
-            with pytest.raises(ValueError, match="int8_weights must be a list of module names"):
+            with pytest.raises(ValueError, match="int8_weights must be a list of module or parameter names"):
                 config_class(int8_weights=bad)
 
 

@@ -200,7 +200,8 @@ def test_halve_checkpoint_casts_floats_keeps_the_rest_and_loads_back(tmp_path):
     from dialeval.training.half import halve_checkpoint
 
     weights = {"w": torch.randn(3, 5), "b": torch.randn(5, dtype=torch.float64), "index": torch.arange(4),
-               "q.weight": torch.ones(3, 5, dtype=torch.int8), "q.weight_scale": torch.rand(3)}  # int8 rows
+               "q.weight": torch.ones(3, 5, dtype=torch.int8), "q.weight_scale": torch.rand(3),  # int8 rows
+               "m": torch.ones(2, 3, 5, dtype=torch.int8), "m_scale": torch.rand(2, 3)}  # of a parameter
     save_file(weights, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
     (tmp_path / "config.json").write_text('{"dtype": "float32"}')
     before = (tmp_path / "model.safetensors").stat().st_size
@@ -210,9 +211,10 @@ def test_halve_checkpoint_casts_floats_keeps_the_rest_and_loads_back(tmp_path):
         assert fh.metadata() == {"format": "pt"}
         stored = {key: fh.get_tensor(key) for key in fh.keys()}
     assert {k: t.dtype for k, t in stored.items()} == {"w": torch.float16, "b": torch.float16, "index": torch.int64,
-                                                       "q.weight": torch.int8, "q.weight_scale": torch.float32}
+                                                       "q.weight": torch.int8, "q.weight_scale": torch.float32,
+                                                       "m": torch.int8, "m_scale": torch.float32}
     assert torch.equal(stored["w"], weights["w"].half()) and torch.equal(stored["b"], weights["b"].half())
-    for key in ("index", "q.weight", "q.weight_scale"):
+    for key in ("index", "q.weight", "q.weight_scale", "m", "m_scale"):
         assert torch.equal(stored[key], weights[key]), key
     assert (tmp_path / "config.json").read_text() == '{"dtype": "float32"}'
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
