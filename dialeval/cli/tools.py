@@ -165,23 +165,25 @@ def checkpoint_quantise(
     checkpoint: Annotated[list[Path], typer.Option(help=(
         "Checkpoint folder (holds config.json and model.safetensors); may be repeated."))],
     min_params: Annotated[int, typer.Option(min=1, help=(
-        "Convert the linear layers with at least this many weights; smaller ones stay float16."))] = 65_536,
+        "Convert the weights of at least this many numbers; smaller ones stay float16."))] = 65_536,
     only: Annotated[Optional[list[str]], typer.Option(help=(
-        "Convert only the layers whose module names start with this prefix (e.g. encoder.); may be repeated."))
+        "Convert only the weights whose names (a linear layer's module's) start with this prefix (e.g. encoder.); "
+        "may be repeated."))
                     ] = None,
 ) -> None:
-    """Store the weights of a checkpoint's large linear layers as int8 rows (a float32 scale per row), in place: the
-    config lists them (int8_weights), training.json records the step; for scoring, they cannot train
+    """Store a checkpoint's large weights (its linear layers', and the others its model reads so: BERT-RUBER's
+    bilinear matrix, DynaEval's LSTM and graph weights) as int8 rows (a float32 scale per row), in place: the config
+    lists them (int8_weights), training.json records the step; for scoring, they cannot train
     (dialeval.training.quantise)."""
     from ..training.quantise import quantise_checkpoint
 
     for folder in checkpoint:
         done = quantise_checkpoint(folder, min_params, only or ())
         if not done.modules:
-            typer.echo(f"{folder}: no float linear weight of {min_params:,} numbers or more is left; unchanged")
+            typer.echo(f"{folder}: no float weight of {min_params:,} numbers or more is left to convert; unchanged")
             continue
-        typer.echo(f"{folder}: {done.before:,} -> {done.after:,} bytes ({len(done.modules)} linear weights as int8 "
-                   f"rows: {', '.join(done.modules)})")
+        typer.echo(f"{folder}: {done.before:,} -> {done.after:,} bytes ({len(done.modules)} weights as int8 rows: "
+                   f"{', '.join(done.modules)})")
 
 
 @checkpoint_app.command("share")

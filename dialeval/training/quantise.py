@@ -1,12 +1,15 @@
-"""Store a checkpoint's large linear weights as int8 rows: ``dialeval checkpoint quantise --checkpoint DIR``.
+"""Store a checkpoint's large weights as int8 rows: ``dialeval checkpoint quantise --checkpoint DIR``.
 
-Every ``nn.Linear`` of the checkpoint's model whose weight the checkpoint stores and has at least ``min_params``
-numbers (default :data:`DEFAULT_MIN_PARAMS`: smaller layers, biases and LayerNorms stay float16) gets its weight as
-int8 values with a float32 scale per output row (``quantise_rows`` of the shared model code, the scheme of GRADE's
-node table): ``<module>.weight`` int8 and ``<module>.weight_scale`` float32 in ``model.safetensors``, and the
-module's name in the config's ``int8_weights``, so the model builds that layer as an ``Int8RowLinear``. Each value
-moves by at most half a step of its row (under 0.4% of the row's largest magnitude); the file shrinks by about half
-of those weights' float16 bytes. Such a checkpoint is for scoring: its int8 layers refuse to train.
+Every weight of the checkpoint's model that it can store as int8 rows (``int8_row_weights`` of the shared model code:
+each plain ``nn.Linear``'s, and the other float weights of 2 dimensions or more its code reads so, such as
+BERT-RUBER's bilinear matrix and DynaEval's LSTM and graph weights), that the checkpoint stores and that has at least
+``min_params`` numbers (default :data:`DEFAULT_MIN_PARAMS`: smaller weights, biases and LayerNorms stay float16) is
+stored as int8 values with a float32 scale per row (``quantise_rows``, the scheme of GRADE's node table): the weight
+int8 (``<module>.weight`` of a linear layer, ``<parameter>`` otherwise) and its scales float32 (the same name +
+``_scale``) in ``model.safetensors``, and its name (the module's for a linear layer, the parameter's otherwise) in the
+config's ``int8_weights``, so the model builds it as int8 rows. Each value moves by at most half a step of its row
+(under 0.4% of the row's largest magnitude); the file shrinks by about half of those weights' float16 bytes. Such a
+checkpoint is for scoring: its int8 weights refuse to train.
 
 The conversion is in place and reproducible (the same folder gives the same bytes). ``training.json``, where the
 folder has one, records it under :data:`~dialeval.training.runs.CONVERSIONS_FIELD` (the command, the modules, the
@@ -17,6 +20,7 @@ step.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,24 +28,24 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
-from torch import nn
 
 from ..errors import CheckpointNotFoundError
 from ..modeling.shared.configuration_shared import int8_weight_names
-from ..modeling.shared.modeling_shared import ROW_SCALE, quantise_rows
+from ..modeling.shared.modeling_shared import int8_row_weights, quantise_rows, row_scale_name
 from .half import WEIGHTS
 from .runs import CONVERSIONS_FIELD, TRAINING_RECORD
 
-#: Linear layers with fewer numbers than this keep their float weights (``dialeval checkpoint quantise``'s default):
-#: GRADE's GAT projections of 300 x 300 and larger become int8; its node initialisers of 50 x 300 and scorer do not.
+#: Weights with fewer numbers than this stay float (``dialeval checkpoint quantise``'s default): GRADE's GAT
+#: projections of 300 x 300 and larger become int8; its node initialisers of 50 x 300 and scorer do not.
 DEFAULT_MIN_PARAMS = 65_536
 CONFIG = "config.json"
 
 
 @dataclass(frozen=True)
 class Quantised:
-    """What :func:`quantise_checkpoint` did: ``model.safetensors`` bytes before and after, and the modules it
-    converted (none: nothing was left to convert and no file changed)."""
+    """What :func:`quantise_checkpoint` did: ``model.safetensors`` bytes before and after, and the weights it
+    converted, by their names in ``int8_weights`` (a linear layer's module name, another weight's parameter name;
+    none: nothing was left to convert and no file changed)."""
 
     before: int
     after: int
@@ -65,10 +69,11 @@ def checkpoint_model_class(folder: Path, config: dict) -> type:
 
 def quantise_checkpoint(checkpoint: str | Path, min_params: int = DEFAULT_MIN_PARAMS,
                         only: Sequence[str] = ()) -> Quantised:
-    """Store the weights of every plain ``nn.Linear`` of the checkpoint's model that the checkpoint holds and that
-    has at least ``min_params`` numbers as int8 rows, in place (see the module docstring); with ``only``, of those
-    whose module names start with one of these prefixes (to measure what part of the model an int8 change comes
-    from). Layers already stored so stay as they are; a folder with nothing left to convert is left untouched."""
+    """Store every weight of the checkpoint's model that it can store as int8 rows, that the checkpoint holds in
+    float and that has at least ``min_params`` numbers as int8 rows, in place (see the module docstring); with
+    ``only``, of those whose names start with one of these prefixes (to measure what part of the model an int8
+    change comes from). Weights already stored so stay as they are; a folder with nothing left to convert is left
+    untouched."""
     folder = Path(checkpoint)
     weights, config_path = folder / WEIGHTS, folder / CONFIG
     if not weights.is_file() or not config_path.is_file():
@@ -82,18 +87,20 @@ def quantise_checkpoint(checkpoint: str | Path, min_params: int = DEFAULT_MIN_PA
     with safe_open(str(weights), "pt") as fh:
         metadata = fh.metadata()
         state = {key: fh.get_tensor(key) for key in fh.keys()}  # noqa: SIM118 (a safetensors handle)
-    modules = sorted(name for name, module in model.named_modules()
-                     if type(module) is nn.Linear and module.weight.numel() >= min_params
-                     and f"{name}.weight" in state and (not only or name.startswith(tuple(only))))
+    shapes = {key: tuple(param.shape) for key, param in model.named_parameters()}  # the float weights only
+    keys = {name: key for name, key in int8_row_weights(model).items()
+            if math.prod(shapes[key]) >= min_params and key in state and (not only or name.startswith(tuple(only)))}
+    modules = sorted(keys)
     before = weights.stat().st_size
     if not modules:
         return Quantised(before, before, [])
     for name in modules:
-        stored, shape = state[f"{name}.weight"], tuple(model.get_submodule(name).weight.shape)
+        key = keys[name]
+        stored, shape = state[key], shapes[key]
         if tuple(stored.shape) != shape or not stored.is_floating_point():
-            raise CheckpointNotFoundError(f"{weights}: {name}.weight is {stored.dtype} {tuple(stored.shape)}, not "
-                                          f"the float weight {shape} the config builds")
-        state[f"{name}.weight"], state[f"{name}.{ROW_SCALE}"] = quantise_rows(stored)
+            raise CheckpointNotFoundError(f"{weights}: {key} is {stored.dtype} {tuple(stored.shape)}, not the float "
+                                          f"weight {shape} the config builds")
+        state[key], state[row_scale_name(key)] = quantise_rows(stored)
     tmp = weights.with_suffix(".tmp")
     save_file({k: v.contiguous() for k, v in state.items()}, str(tmp), metadata=metadata)
     tmp.chmod(weights.stat().st_mode & 0o777)  # safetensors writes 0600: keep the file readable as it was
