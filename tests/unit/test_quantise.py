@@ -15,7 +15,7 @@ import pytest
 import torch
 from conftest import ROOT, run_without_dialeval
 from safetensors import safe_open
-from test_checkpoints import fixed_inputs, score_of
+from test_checkpoints import fixed_inputs, int8_key, score_of
 from typer.main import get_command
 from typer.testing import CliRunner
 
@@ -54,12 +54,6 @@ TINY = {
                  ["edge_attention.weight", "hidden", "input_proj", "lstm.weight_hh_l0", "lstm.weight_hh_l0_reverse",
                   "lstm.weight_ih_l0", "lstm.weight_ih_l0_reverse", "rgcn.basis", "rgcn.root"]),
 }
-
-
-def _key(name: str, state) -> str:
-    """The name in the state of the weight ``int8_weights`` calls ``name``: a parameter's own, a linear layer's
-    ``<module>.weight``."""
-    return name if name in state else f"{name}.weight"
 
 
 def _data_bytes(path: Path) -> int:
@@ -104,7 +98,7 @@ def test_quantise_stores_the_large_weights_as_int8_rows_and_the_model_loads_them
     model_class, _, large = TINY[metric]
     checkpoint = tiny_checkpoint(metric, tmp_path / "ckpt")
     before = _tensors(checkpoint)
-    keys = {name: _key(name, before) for name in large}
+    keys = {name: int8_key(name, before) for name in large}
     floats = _scores(metric, load_pretrained(model_class, checkpoint, dtype=torch.float32))
     (checkpoint / "model.safetensors").chmod(0o644)
     data_before = _data_bytes(checkpoint)
@@ -175,7 +169,7 @@ def test_an_exported_quantised_checkpoint_keeps_its_int8_rows_and_loads_without_
         for shared in ("modeling_shared.py", "configuration_shared.py"):
             assert (exported / shared).read_bytes() == (ROOT / "modeling" / "shared" / shared).read_bytes(), shared
         stored = _tensors(exported)
-        expected[metric]["int8"] = sorted(_key(name, stored) for name in large)
+        expected[metric]["int8"] = sorted(int8_key(name, stored) for name in large)
         assert sorted(k for k, v in stored.items() if v.dtype == torch.int8) == expected[metric]["int8"]
         assert json.loads((exported / "config.json").read_text())["int8_weights"] == large
     code = inspect.getsource(fixed_inputs) + inspect.getsource(score_of) + textwrap.dedent("""
