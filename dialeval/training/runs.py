@@ -344,7 +344,12 @@ CONVERSIONS_FIELD = "quantised"
 
 def _seconds(summary: dict[str, Any]) -> float | None:
     """A run's training-loop seconds as its summary records them (recipes name them differently; the loop's figure
-    covers every call of a resumed run), else its wall time."""
+    covers every call of a resumed run), else its wall time. A run in stages (PONE's) records each stage's loop
+    seconds: the run's are their sum (its top-level figure is the last stage's)."""
+    stages = summary.get("stages")
+    stage_seconds = [stage.get("seconds") for stage in stages.values()] if isinstance(stages, dict) else []
+    if stage_seconds and all(isinstance(seconds, (int, float)) for seconds in stage_seconds):
+        return float(sum(stage_seconds))
     for key in ("train_seconds", "seconds", "total_seconds"):
         if isinstance(summary.get(key), (int, float)):
             return float(summary[key])

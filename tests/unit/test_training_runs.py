@@ -203,6 +203,11 @@ def test_a_shipped_checkpoint_records_its_finished_run_against_the_papers_budget
                            "total_seconds": 900.0})
     record = json.loads(write_training_record(looped, checkpoint, **fields).read_text())
     assert record["hours"] == 0.5 and record["hours_source"] == "the run's summary"
+    # a run in stages (PONE's): the stages' loop seconds summed, not the last stage's
+    staged = _run(tmp_path / "runs" / "staged", metric="bert_ruber", options={"epochs": 20},
+                  summary={"finished": True, "steps": 5400, "train_seconds": 1800.0, "seconds_cover": "run",
+                           "stages": {"stage1": {"seconds": 900.0}, "stage2": {"seconds": 1800.0}}})
+    assert json.loads(write_training_record(staged, checkpoint, **fields).read_text())["hours"] == 0.75
     # a summary whose seconds cover its last call only is refused unless the hours are given, and then says so
     partial = _run(tmp_path / "runs" / "partial", metric="bert_ruber", options={"epochs": 20},
                    summary={"finished": True, "steps": 5400, "seconds": 47.6, "seconds_cover": "this_call"})
