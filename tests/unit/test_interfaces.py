@@ -82,8 +82,8 @@ def _fake_gradio() -> types.ModuleType:
 
 
 @pytest.mark.parametrize("metric,n_boxes,checkpoints", [
-    ("grade", 2, None), ("pone", 2, None), ("dynaeval", 1, None), ("bert_ruber", 3, ["default", "base"]),
-    ("rade", 3, None), ("ensemble", 2, None)])
+    ("grade", 2, None), ("pone", 2, ["default", "base"]), ("dynaeval", 1, None),
+    ("bert_ruber", 3, ["default", "base"]), ("rade", 3, None), ("ensemble", 2, None)])
 def test_each_app_builds_its_form(monkeypatch, metric, n_boxes, checkpoints):
     """Its text boxes, and a menu of the shipped checkpoints (default first) where the metric ships more than one."""
     monkeypatch.setitem(sys.modules, "gradio", _fake_gradio())
@@ -103,10 +103,10 @@ def test_app_scores_with_the_shipped_checkpoint(monkeypatch):
     direct = dialeval.load_scorer("pone").score(contexts=[["Want lunch?", "Yes!"]], responses=["Pizza?"],
                                                 scale="calibrated")
     raw, calibrated = direct.metadata["raw_scores"][0], direct.scores[0]
-    assert demo.fn("Want lunch?\nYes!", "Pizza?") == (
+    assert demo.fn("Want lunch?\nYes!", "Pizza?", "default") == (  # the menu's default checkpoint
         f"PONE score: {raw:.4f}\ncalibrated: {calibrated:.4f} (higher than {calibrated:.0%} of human replies in "
         f"DailyDialog validation)\n\n{direct.signature}")
-    assert demo.fn("", "Pizza?").startswith("Enter")
+    assert demo.fn("", "Pizza?", "default").startswith("Enter")
 
 
 def test_the_ensemble_space_shows_each_default_members_calibrated_score(monkeypatch):

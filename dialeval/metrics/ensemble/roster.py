@@ -22,10 +22,11 @@ training set stays out). The shipped set's members are the ones the rule admitte
   their data reward long replies: a control is in wherever a member set names it, exempt from the rule, and no
   default set names one.
 
-``amr_eval`` (the AMR evaluator's small model without its LLM judge) is a known member that no set holds by
-default; ``turn_count`` is built in (dialogue level only). At dialogue level a member set's members are its members
-with a dialogue form plus those that share a weight with them (:data:`DIALOGUE_SHARES`: ``utterance_length`` and
-``turn_count`` share the length weight), so the number of turns is a control too and joins only beside length.
+``amr_eval`` (the AMR evaluator's small model without its LLM judge) and ``pone_base`` (PONE's ``base`` head, on
+all-mpnet-base-v2) are known members that no set holds by default; ``turn_count`` is built in (dialogue level
+only). At dialogue level a member set's members are its members with a dialogue form plus those that share a weight
+with them (:data:`DIALOGUE_SHARES`: ``utterance_length`` and ``turn_count`` share the length weight), so the number
+of turns is a control too and joins only beside length.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ MEMBERS: dict[str, MemberSpec] = {m.name: m for m in (
     MemberSpec("pone", "pone"),
     MemberSpec("bert_ruber_unref", "bert_ruber_unref"),
     MemberSpec("bert_ruber_unref_base", "bert_ruber_unref", {"checkpoint": "base"}),
+    MemberSpec("pone_base", "pone", {"checkpoint": "base"}),
     MemberSpec("dynaeval", "dynaeval"),
     MemberSpec("context_cosine", "context_cosine"),
     MemberSpec("utterance_length", "utterance_length"),
