@@ -7,7 +7,9 @@ above the set's best member (what chooses it, before the mean), the chosen candi
 and the last column, the chosen candidate minus the set's best member with its paired bootstrap 95% CI; then the
 members the member rule left out of a fold's fit.
 Under the table, the sanity bar (:mod:`.checks`): each member's and each refitted candidate's accuracy per
-perturbation of the check set, and which candidates cleared it.
+perturbation of the check set, and which candidates cleared it. :func:`format_loo_markdown` writes the same table
+(without the in-domain marks, the rule's and the bar's lines) as the markdown of the ensemble's card, from a
+``loo.json`` (``dialeval ensemble table``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from .loo import LooReport
 
-__all__ = ["format_costs", "format_loo"]
+__all__ = ["format_costs", "format_loo", "format_loo_markdown"]
 
 SHORT = {"bert_ruber_unref": "bru_unref", "context_cosine": "ctx_cos", "utterance_length": "length",
          "turn_count": "turns", "dynaeval": "dynaeval", "amr_eval": "amr_eval", "mme_crs": "mme_crs",
@@ -75,6 +77,41 @@ def format_loo(report: LooReport) -> str:
     for key, why in report.left_out.items():
         lines.append(f"not scored: {key} ({why})")
     lines += _format_checks(report)
+    return "\n".join(lines)
+
+
+def format_loo_markdown(report: Mapping[str, Any]) -> str:
+    """One member set's table (a member set's entry of ``loo.json``, :meth:`LooReport.to_json`) as the card's
+    markdown: the chosen candidate in bold, then the means, each candidate's count of sets above the set's best
+    member and the chosen candidate's wins against each member."""
+    columns, candidates, chosen = report["columns"], report["candidates"], report["chosen"]
+    s, n = report["summary"], report["summary"]["n_sets"]
+
+    def name(k: str) -> str:
+        label = SHORT.get(k, k) if k.startswith("power_") else k
+        return f"**{label}**" if k == chosen else label
+
+    def value(k: str, text: str) -> str:
+        return f"**{text}**" if k == chosen else text
+
+    def row(label: str, n_cell: Any, member_cells: list[str], candidate_cells: list[str], last: str = "") -> str:
+        return "| " + " | ".join([label, str(n_cell), *member_cells, *candidate_cells, last]) + " |"
+
+    head = ["held-out set", "n", *columns, *map(name, candidates), f"{SHORT.get(chosen, chosen)} - best member [95% CI]"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in report["rows"]:
+        vs = r["versus_best_member"]
+        lines.append(row(r["set"], r["n"], [f"{r['members'][c]:.3f}" for c in columns],
+                         [value(k, f"{r['candidates'][k]:.3f}") for k in candidates],
+                         f"{vs['difference']:+.3f} [{vs['ci_low']:+.3f}, {vs['ci_high']:+.3f}] vs {r['best_member']}"))
+    for label, n_cell, suffix in ((f"**mean over the {n} sets**", "", ""),
+                                  ("mean without in-domain sets", s["n_sets_out_of_domain"], "_out_of_domain")):
+        lines.append(row(label, n_cell, [f"{s['member_mean' + suffix][c]:.3f}" for c in columns],
+                         [value(k, f"{s['candidate_mean' + suffix][k]:.3f}") for k in candidates]))
+    lines.append(row("**sets above the set's best member**", "", [""] * len(columns),
+                     [value(k, f"{s['above_best_member'][k]}/{n}") for k in candidates]))
+    lines.append(row(f"sets where {SHORT.get(chosen, chosen)} beats the member", "",
+                     [f"{s['wins'][c]['wins']}/{s['wins'][c]['sets']}" for c in columns], [""] * len(candidates)))
     return "\n".join(lines)
 
 
