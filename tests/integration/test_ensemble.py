@@ -60,7 +60,10 @@ def test_members_on_one_encoder_share_it_and_score_as_when_loaded_apart(one_torc
         assert a.tobytes() == b.tobytes(), name
 
 
-def test_the_base_sets_bert_ruber_member_is_the_shipped_base_head_the_checkpoint_pins(one_torch_thread):
+@pytest.mark.parametrize("name,metric,minilm", [("bert_ruber_unref_base", "bert_ruber_unref", "bert_ruber_unref"),
+                                                 ("pone_base", "pone", "pone")])
+def test_the_base_sets_base_heads_are_the_shipped_base_heads_the_checkpoint_pins(one_torch_thread, name, metric,
+                                                                                 minilm):
     from dialeval.backbone import encoders
     from dialeval.metrics.ensemble.checkpoint import EnsembleConfig
     from dialeval.metrics.ensemble.members import identity
@@ -70,14 +73,14 @@ def test_the_base_sets_bert_ruber_member_is_the_shipped_base_head_the_checkpoint
         encoders.installed_folder("all-mpnet-base-v2")
     except encoders.EncoderNotInstalled as err:
         pytest.skip(str(err))
-    spec = MEMBERS["bert_ruber_unref_base"]
+    spec = MEMBERS[name]
     member = load_members([spec], device="cpu")[spec.name]
-    direct = dialeval.load_scorer("bert_ruber_unref", checkpoint="base", device="cpu")
+    direct = dialeval.load_scorer(metric, checkpoint="base", device="cpu")
     scores, _ = member_turn_scores(spec, member, normalize_items(CONTEXTS, RESPONSES))
     assert scores.tobytes() == np.asarray(direct.score(contexts=CONTEXTS, responses=RESPONSES).scores).tobytes()
     shipped = EnsembleConfig.load(resolve_checkpoint(None, "ensemble", "dialeval train ensemble"))
     assert shipped.member_sets["base"].members == MEMBER_SETS["base"]  # the rule admitted every member
-    assert shipped.identities[spec.name] == identity(member) != shipped.identities["bert_ruber_unref"]
+    assert shipped.identities[spec.name] == identity(member) != shipped.identities[minilm]
     assert identity(member)["checkpoint"] == "base"
 
 

@@ -361,9 +361,9 @@ def test_export_of_the_ensemble_is_its_config_as_shipped_and_a_card_listing_ever
     members = card.split(f"\n{MEMBERS_HEADING}\n", 1)[1].split("\n\n# ", 1)[0]
     config = json.loads((shipped / "config.json").read_text(encoding="utf-8"))
     repos = {"grade": "grade", "pone": "pone", "bert_ruber_unref": "bert_ruber", "dynaeval": "dynaeval",
-             "rade": "rade"}  # bert_ruber_unref_base pins BERT-RUBER's base head, which no repo exports
+             "rade": "rade"}  # the base members pin BERT-RUBER's and PONE's base heads, which no repo exports
     assert [m["name"] for m in config["members"]] == [
-        "grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "bert_ruber_unref_base", "rade",
+        "grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "pone_base", "bert_ruber_unref_base", "rade",
         "utterance_length", "turn_count"]
     for member in config["members"]:
         row = [line for line in members.splitlines() if line.startswith(f"| {member['name']} |")]
@@ -372,7 +372,7 @@ def test_export_of_the_ensemble_is_its_config_as_shipped_and_a_card_listing_ever
         if sha is None:  # a baseline or the built-in turn count: no checkpoint, no repo
             assert "| none | none |" in row[0]
         elif member["identity"]["checkpoint"] != "default":  # the release exports default checkpoints only
-            assert member["name"] == "bert_ruber_unref_base"
+            assert member["name"] in ("bert_ruber_unref_base", "pone_base")
             assert (f"| `{sha}` | none (checkpoint `{member['identity']['checkpoint']}`: in the dialeval package "
                     "only) |") in row[0]
         else:

@@ -13,18 +13,17 @@ training set stays out). The shipped set's members are the ones the rule admitte
   and the context cosine;
 * ``fast`` -- the members that are one MiniLM encoder pass and a small head or a cosine (PONE, BERT-RUBER
   unreferenced, ``context_cosine``): no cross-encoder (GRADE), no graph network (DynaEval's GCN);
-* ``base`` -- ``full`` with BERT-RUBER's shipped ``base`` head (on all-mpnet-base-v2, ``checkpoint="base"``) in
-  place of its MiniLM head: the member ``bert_ruber_unref_base``. It needs that encoder installed (``dialeval
-  encoders install all-mpnet-base-v2``), so it is never a default;
+* ``base`` -- ``full`` with BERT-RUBER's and PONE's shipped ``base`` heads (on all-mpnet-base-v2,
+  ``checkpoint="base"``) in place of their MiniLM heads: the members ``bert_ruber_unref_base`` and ``pone_base``.
+  It needs that encoder installed (``dialeval encoders install all-mpnet-base-v2``), so it is never a default;
 * ``full+rade`` -- ``full`` and RADE, which reads a reference per reply (:data:`WITH_REFERENCES`): only for a user
   who gives references (or asks for RADE's pseudo-references), never by default;
 * ``full+length`` -- ``full`` and the reply's length (:data:`CONTROLS`), for a user who knows that the raters of
   their data reward long replies: a control is in wherever a member set names it, exempt from the rule, and no
   default set names one.
 
-``amr_eval`` (the AMR evaluator's small model without its LLM judge) and ``pone_base`` (PONE's ``base`` head, on
-all-mpnet-base-v2) are known members that no set holds by default; ``turn_count`` is built in (dialogue level
-only). At dialogue level a member set's members are its members with a dialogue form plus those that share a weight
+``amr_eval`` (the AMR evaluator's small model without its LLM judge) is a known member that no set holds by
+default; ``turn_count`` is built in (dialogue level only). At dialogue level a member set's members are its members with a dialogue form plus those that share a weight
 with them (:data:`DIALOGUE_SHARES`: ``utterance_length`` and ``turn_count`` share the length weight), so the number
 of turns is a control too and joins only beside length.
 """
@@ -96,7 +95,7 @@ _FULL = ("grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine")
 MEMBER_SETS: dict[str, tuple[str, ...]] = {
     "full": _FULL,
     "fast": ("pone", "bert_ruber_unref", "context_cosine"),
-    "base": ("grade", "pone", "bert_ruber_unref_base", "dynaeval", "context_cosine"),
+    "base": ("grade", "pone_base", "bert_ruber_unref_base", "dynaeval", "context_cosine"),
     "full+rade": (*_FULL, "rade"),
     "full+length": (*_FULL, "utterance_length"),
 }
