@@ -13,7 +13,8 @@ import pytest
 from dialeval.errors import InputFileError
 from dialeval.metrics.ensemble.cache import MemberScoreCache, signature_key
 from dialeval.scoring.calibration import EmpiricalCdf
-from dialeval.metrics.ensemble.combiners import CombinerError, Unit, admitted, agreement, fit_candidate
+from dialeval.metrics.ensemble.combiners import (SIGN_Z, CombinerError, Unit, admitted, agreement, fit_candidate,
+                                                sign_established)
 from dialeval.metrics.ensemble.loo import choose, leave_one_out
 from dialeval.metrics.ensemble.pipeline import Cell, MemberSetData, member_set_data
 from dialeval.metrics.ensemble.roster import MemberSpec
@@ -75,14 +76,36 @@ def test_a_member_whose_agreement_changes_sign_stays_out_of_every_fit():
     flips = _signs((1, 1, -1, -1))
     members, excluded = admitted(flips)
     assert members == ("a",) and list(excluded) == ["b"]
-    assert "not above 0 on 2 of 4 training sets: train/s2 -" in excluded["b"]
+    assert "not established above 0 on 2 of 4 training sets: train/s2 -" in excluded["b"]
     for kind in ("mean", "mme_crs", "ridge", "power_0.25"):
         assert list(fit_candidate(kind, flips).weights) == ["a"]
     # one set against it is allowed (SIGN_EXCEPTIONS), and a control the member set names is in whatever its sign
     assert admitted(_signs((1, 1, 1, -1))) == (("a", "b"), {})
     assert admitted(flips, pinned=("b",)) == (("a", "b"), {})
-    with pytest.raises(CombinerError, match="no member agrees with the humans above 0"):
+    with pytest.raises(CombinerError, match="no member agrees with the humans established above 0"):
         admitted([u.select(("b",)) for u in flips])
+
+
+def test_a_member_near_0_is_not_taken_for_a_positive_one():
+    # the lower end of the 95% Fisher-z interval decides: on 150 items a needs atanh(a) > 1.96 / sqrt(147)
+    edge = float(np.tanh(SIGN_Z / np.sqrt(147)))
+    assert sign_established(edge + 1e-6, 150) and not sign_established(edge - 1e-6, 150)
+    assert not sign_established(float("nan"), 150) and not sign_established(0.99, 3)
+    assert sign_established(edge - 1e-6, 2000)  # the same agreement on more items is established
+    # member b follows the humans only weakly on every set: above 0 everywhere, established on none
+    rng = np.random.default_rng(5)
+    weak = []
+    for i in range(4):
+        y = rng.normal(size=150)
+        a = (y - y.min()) / np.ptp(y)
+        noise = rng.normal(size=150)
+        b = 0.03 * y + noise
+        b = b if np.corrcoef(b, y)[0, 1] > 0 else 0.03 * y - noise
+        weak.append(Unit(f"train/w{i}", MEMBERS, np.column_stack([a, (b - b.min()) / np.ptp(b)]), y))
+    assert all(u.agreements()[1] > 0 for u in weak)
+    assert all(not sign_established(u.agreements()[1], 150) for u in weak)
+    members, excluded = admitted(weak)
+    assert members == ("a",) and "not established above 0 on 4 of 4" in excluded["b"]
 
 
 def test_the_report_chooses_by_wins_over_each_sets_best_member_then_the_mean():

@@ -362,8 +362,9 @@ def test_export_of_the_ensemble_is_its_config_as_shipped_and_a_card_listing_ever
     config = json.loads((shipped / "config.json").read_text(encoding="utf-8"))
     repos = {"grade": "grade", "pone": "pone", "bert_ruber_unref": "bert_ruber", "dynaeval": "dynaeval",
              "rade": "rade"}  # the base members pin BERT-RUBER's and PONE's base heads, which no repo exports
+    # DynaEval's and RADE's heads are in no fitted set: the member rule left them out (the card says why)
     assert [m["name"] for m in config["members"]] == [
-        "grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine", "pone_base", "bert_ruber_unref_base", "rade",
+        "grade", "pone", "bert_ruber_unref", "context_cosine", "pone_base", "bert_ruber_unref_base",
         "utterance_length", "turn_count"]
     for member in config["members"]:
         row = [line for line in members.splitlines() if line.startswith(f"| {member['name']} |")]

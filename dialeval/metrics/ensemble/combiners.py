@@ -4,9 +4,13 @@ Training data is a list of :class:`Unit`: one human-rated set each, its items' c
 one column per member, in [0, 1]) and its human target. The agreement of a score with a set's humans is
 ``(Pearson + Spearman) / 2`` (:func:`agreement`); every set counts once, whatever its size.
 
-**The member rule** (:func:`admitted`, issue 49; written down before the leave-one-out was read with it): a member
-enters a fit only where its agreement with the humans is above 0 on every training set the fit is given but at most
-:data:`SIGN_EXCEPTIONS` of them. A member whose agreement changes sign from corpus to corpus (reply length: negative
+**The member rule** (:func:`admitted`, issue 49): a member enters a fit only where its agreement with the humans is
+established above 0 on every training set the fit is given but at most :data:`SIGN_EXCEPTIONS` of them. Established
+means the lower end of the agreement's two-sided 95% Fisher-z interval is above 0 (:func:`sign_established`:
+``atanh(a) > 1.96 / sqrt(n - 3)`` for a set of ``n`` items), so that an agreement of 0.07 on 360 items, which
+could be either sign, is not taken for a positive one. (The first form of the rule asked only for ``a > 0``; the
+interval was added after the leave-one-out had shown that DynaEval's MiniLM head, near 0 at turn level on two sets,
+cost the default member set sets above their best member: see the card.) A member whose agreement changes sign from corpus to corpus (reply length: negative
 on GRADE's DailyDialog sets, positive on USR-TopicalChat) adds noise wherever the sign is the other one, and no fixed
 combination can know which corpus it is on. Members the caller ``pinned`` (the controls a member set names
 explicitly, :data:`~.roster.CONTROLS`) are exempt: they are in because someone asked for them. Every candidate, in
@@ -50,8 +54,9 @@ from scipy import stats as sps
 
 from ...errors import InputError
 
-__all__ = ["CANDIDATES", "GEOMETRIC_FLOOR", "GRIDS", "POWERS", "SIGN_EXCEPTIONS", "Combiner", "CombinerError", "Unit",
-           "admitted", "agreement", "fit_candidate", "fit_mean", "fit_mme_crs", "fit_power_mean", "fit_ridge"]
+__all__ = ["CANDIDATES", "GEOMETRIC_FLOOR", "GRIDS", "POWERS", "SIGN_EXCEPTIONS", "SIGN_Z", "Combiner",
+           "CombinerError", "Unit", "admitted", "agreement", "fit_candidate", "fit_mean", "fit_mme_crs",
+           "fit_power_mean", "fit_ridge", "sign_established"]
 
 #: the power-mean candidates and their exponents, from the plain mean (p = 1, ``mean``) towards the minimum
 POWERS: dict[str, float] = {"power_0.5": 0.5, "power_0.25": 0.25, "power_0": 0.0}
@@ -64,8 +69,10 @@ GRIDS: dict[str, tuple[float, ...]] = {"mme_crs": (1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
                                        "ridge": (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)}
 #: the name of each candidate's setting
 SETTING = {"mme_crs": "k", "ridge": "alpha"}
-#: the member rule: on how many of a fit's training sets a member's agreement may be at or below 0 (:func:`admitted`)
+#: the member rule: on how many of a fit's training sets a member's agreement may fail :func:`sign_established`
 SIGN_EXCEPTIONS = 1
+#: the normal quantile of the member rule's interval (two-sided 95%)
+SIGN_Z = 1.96
 
 
 class CombinerError(InputError):
@@ -198,15 +205,25 @@ def admitted(units: Sequence[Unit], pinned: Sequence[str] = ()) -> tuple[tuple[s
     members = _members_of(units)
     kept, excluded = [], {}
     for j, m in enumerate(members):
-        against = [f"{u.name} {u.agreements()[j]:+.3f}" for u in units if not u.agreements()[j] > 0]
+        against = [f"{u.name} {u.agreements()[j]:+.3f} (n={u.X.shape[0]})" for u in units
+                   if not sign_established(u.agreements()[j], u.X.shape[0])]
         if m in pinned or len(against) <= SIGN_EXCEPTIONS:
             kept.append(m)
         else:
-            excluded[m] = f"not above 0 on {len(against)} of {len(units)} training sets: {', '.join(against)}"
+            excluded[m] = (f"not established above 0 on {len(against)} of {len(units)} training sets: "
+                           f"{', '.join(against)}")
     if not kept:
-        raise CombinerError(f"no member agrees with the humans above 0 on all but {SIGN_EXCEPTIONS} of the training "
-                            f"sets ({', '.join(u.name for u in units)})")
+        raise CombinerError(f"no member agrees with the humans established above 0 on all but {SIGN_EXCEPTIONS} of "
+                            f"the training sets ({', '.join(u.name for u in units)})")
     return tuple(kept), excluded
+
+
+def sign_established(a: float, n: int) -> bool:
+    """Whether an agreement ``a`` on ``n`` items is above 0 with the member rule's confidence: the lower end of its
+    two-sided Fisher-z interval (:data:`SIGN_Z`) is above 0. NaN (a constant member) and ``n <= 3`` are not."""
+    if not a > 0 or n <= 3:
+        return False
+    return bool(np.arctanh(min(a, 1.0 - 1e-12)) > SIGN_Z / np.sqrt(n - 3))
 
 
 # -- the candidates -----------------------------------------------------------------------------------------------

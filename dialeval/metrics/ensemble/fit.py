@@ -92,14 +92,22 @@ def member_costs(prepared: Prepared) -> dict[str, dict[str, Any]]:
 def build_config(prepared: Prepared, member_sets: Mapping[str, MemberSetConfig], *, default: str,
                  with_references: Mapping[str, str] | None = None) -> EnsembleConfig:
     """The checkpoint config of the fitted ``member_sets`` (``with_references``: base set -> its counterpart with
-    RADE, recorded on the base set)."""
+    RADE, recorded on the base set). A counterpart in which the member rule admitted no member that reads references
+    would score exactly as its base set: it is not shipped, and the base set records why
+    (``references_left_out``), so that ``use_references=True`` is an error that says so."""
     sets = dict(member_sets)
     for base, counterpart in (with_references or {}).items():
         if base not in sets or counterpart not in sets:
             raise KeyError(f"with_references names {base!r} -> {counterpart!r}; fitted sets: {', '.join(sets)}")
-        b = sets[base]
+        b, c = sets[base], sets[counterpart]
+        if c.reads_references:
+            link = {"with_references": counterpart}
+        else:
+            left_out = {m: why for m, why in c.extra.get("excluded", {}).items() if prepared.specs[m].reads_references}
+            link = {"references_left_out": {"set": counterpart, "members": left_out}}
+            del sets[counterpart]
         sets[base] = MemberSetConfig(b.name, b.members, b.dialogue_members, b.reads_references, b.turn, b.dialogue,
-                                     {**b.extra, "with_references": counterpart})
+                                     {**b.extra, **link})
     used = list(dict.fromkeys(m for s in sets.values() for m in (*s.members, *s.dialogue_members)))
     turn_used = {m for s in sets.values() for m in s.members}
     dialogue_used = {m for s in sets.values() for m in s.dialogue_members}

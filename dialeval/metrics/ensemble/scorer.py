@@ -123,7 +123,12 @@ class EnsembleScorer(Scorer):
             return name
         counterpart = sets[name].extra.get("with_references")
         if counterpart not in sets:
-            raise InputError(f"member set {name!r} has no fitted counterpart with references in {self.checkpoint}")
+            left_out = sets[name].extra.get("references_left_out")
+            why = ("" if not left_out else f": the member rule left {', '.join(left_out['members'])} out of its fit "
+                   f"({'; '.join(f'{m}: {w}' for m, w in left_out['members'].items())}), so references would change "
+                   "no score; use use_references=False")
+            raise InputError(f"member set {name!r} has no fitted counterpart with references in "
+                             f"{self.checkpoint}{why}")
         return counterpart
 
     @property

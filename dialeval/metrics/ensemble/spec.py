@@ -13,7 +13,7 @@ from ...scoring.spec import CombinationExportSpec, MetricSpec, RecipeSpec, Space
 
 #: The members of the shipped checkpoint's default member set (``full``) at turn level, in its order: the Space shows
 #: each one's calibrated score (metadata ``<member>_calibrated_scores``). A test checks them against the checkpoint.
-SPACE_MEMBERS = ("grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine")
+SPACE_MEMBERS = ("grade", "pone", "bert_ruber_unref", "context_cosine")
 
 
 def summary_line(opts: Any, s: dict) -> str:
