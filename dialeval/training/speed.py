@@ -352,9 +352,11 @@ class _Trainer:
         return cls(inputs, device, model, accelerator, optimizer, scheduler)
 
     def fill_caches(self, batches: list[Any], *, threads: int) -> None:
-        """One pass of ``batches`` through the recipe's loss without gradients (``frozen-cache``: it keeps their
-        rows' frozen states)."""
-        with torch_threads(threads), torch.no_grad():
+        """One pass of ``batches`` through the recipe's loss without gradients, under the recipe's ``--precision``
+        (``frozen-cache``: it keeps their rows' frozen states, computed as a run computes them)."""
+        autocast = torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
+                                  enabled=self.inputs.args.precision == "bf16")
+        with torch_threads(threads), torch.no_grad(), autocast:
             for batch in batches:
                 self.inputs.loss_fn(self.model, batch)
 
