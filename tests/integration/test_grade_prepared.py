@@ -140,3 +140,25 @@ def test_frozen_cache_trains_from_each_texts_states_computed_once(runs, tmp_path
     # each step asks for its 4 positive and 4 negative texts; a text is computed the first time only
     assert cache["hits"] + cache["misses"] == 6 * 8 and cache["misses"] == cache["rows"]
     assert cache["hits"] > 0  # a positive text comes once per negative of its context (2 pairs each)
+
+
+def test_a_disk_cache_outlives_its_run_and_a_later_run_computes_no_row(runs, tmp_path):
+    """--frozen-cache-dir with --frozen-cache-dtype bfloat16: the rows go to the folder; a later run on the same
+    pairs (a fresh copy of the prepared folder) finds every row there and computes none."""
+    _, prepared, _ = runs
+    states = tmp_path / "states"
+    options = {**OPTIONS, "max_steps": 6, "eval_every": 6}
+    reports = []
+    for name in ("first", "later"):
+        shutil.copytree(prepared, tmp_path / name)
+        summary = run(GradeTrainingOptions(output_dir=str(tmp_path / name), frozen_cache=True,
+                                           frozen_cache_dir=str(states), frozen_cache_dtype="bfloat16", **options))
+        assert summary["finished"] and summary["steps"] == 6
+        reports.append(summary["frozen_cache"])
+    first, later = reports
+    assert first["store"] == "disk" and first["directory"] == str(states) and first["dtype"] == "bfloat16"
+    assert first["rows_at_start"] == 0 and first["misses"] == first["rows"] > 0
+    assert first["bytes"] == first["tokens"] * 384 * 2  # MiniLM's hidden size, 2 bytes a number
+    assert json.loads((states / "manifest.json").read_text())["dtype"] == "bfloat16"
+    assert later["rows_at_start"] == first["rows"] and later["misses"] == 0 and later["rows"] == first["rows"]
+    assert later["hits"] == first["hits"] + first["misses"] and later["file_bytes"] == first["file_bytes"]

@@ -4,6 +4,8 @@ trained top layers from the frozen-layer cache as the whole encoder runs, and ad
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -11,7 +13,7 @@ from safetensors.torch import load_file
 from dialeval.metrics.grade import train as grade_train
 from dialeval.metrics.grade.inputs import GradeInputBuilder, base_tokenizer, pair_template
 from dialeval.metrics.grade.options import GradeTrainingOptions
-from dialeval.training.frozen_cache import FrozenStateCache
+from dialeval.training.frozen_cache import FrozenCacheError, FrozenStateCache, frozen_state_cache
 
 PAIRS = [(["Do you like the sea?", "I swim every summer there."], "Yes, the water is warm in July."),
          (["Hi.", "Hi there."], "Hello!"),
@@ -95,6 +97,43 @@ def test_the_frozen_cache_gives_the_loss_and_gradients_of_the_whole_encoder(tiny
     assert cache.misses == 8 and cache.hits == 0
     again, _ = _loss_and_grads(model, cache, pos, neg, cached=True)  # every row kept: nothing computed again
     assert cache.hits == 8 and torch.equal(again, cached)
+
+
+def test_a_disk_cache_gives_the_memory_caches_loss_and_gradients_and_records_the_frozen_part(tiny_mpnet_encoder,
+                                                                                              tmp_path):
+    """--frozen-cache-dir: the recipe's cache (frozen_state_cache) on disk gives the in-memory cache's loss and
+    gradients to the bit (float32), in the first pass and from the file; its manifest names the frozen part, and a
+    model whose frozen layers hold other weights is refused, naming the field."""
+    options = {"trainable_encoder_layers": 1, "precision": "bf16"}
+    model = _model(tiny_mpnet_encoder, tmp_path, **options).eval()
+    builder = _builder(tiny_mpnet_encoder)
+    pos = builder.batch(PAIRS)
+    neg = builder.batch([(c, r) for (c, _), (_, r) in zip(PAIRS, PAIRS[1:] + PAIRS[:1])])
+    in_memory = _loss_and_grads(model, FrozenStateCache(model.frozen_states), pos, neg, cached=True)
+    states = tmp_path / "states"
+    opts = GradeTrainingOptions(output_dir=str(tmp_path), encoder=str(tiny_mpnet_encoder), frozen_cache_dir=str(states),
+                                **options)
+    cache = frozen_state_cache(model, opts)
+    for _ in range(2):  # computed and written, then read back
+        loss, grads = _loss_and_grads(model, cache, pos, neg, cached=True)
+        assert torch.equal(loss, in_memory[0]) and grads.keys() == in_memory[1].keys()
+        assert all(torch.equal(grads[n], g) for n, g in in_memory[1].items())
+    assert (cache.misses, cache.hits) == (8, 8)
+    cache.close()
+    manifest = json.loads((states / "manifest.json").read_text())
+    assert {k: manifest[k] for k in ("model_type", "frozen_layers", "precision", "dtype")} == {
+        "model_type": "dialeval-grade", "frozen_layers": 1, "precision": "bf16", "dtype": "float32"}
+    assert manifest["encoder"] == model.config.base_encoder and len(manifest["frozen_weights_sha256"]) == 64
+    frozen_weight = model.encoder.encoder.layer[0].output.dense.weight
+    kept = frozen_weight.detach().clone()
+    with torch.no_grad():
+        frozen_weight.add_(1e-3)
+    with pytest.raises(FrozenCacheError, match="has frozen_weights_sha256 '[0-9a-f]{64}', this run's states have"):
+        frozen_state_cache(model, opts)
+    with torch.no_grad():
+        frozen_weight.copy_(kept)
+        model.encoder.encoder.layer[1].output.dense.weight.add_(1e-3)  # a trained layer: not part of the states
+    frozen_state_cache(model, opts).close()
 
 
 @pytest.mark.parametrize("kind", ["mpnet", "bert"])

@@ -126,8 +126,15 @@ def test_adapters_and_heads_learn_at_the_head_rate_pretrained_layers_do_not():
 
 def test_the_fast_settings_are_grades_defaults_and_each_can_be_turned_off(tmp_path):
     from dialeval.metrics.grade.options import GradeTrainingOptions
+    from dialeval.training.options import TrainingOptionsError
 
     default = GradeTrainingOptions(output_dir=str(tmp_path))  # issue 38: docs/training.md, "The defaults"
     assert (default.length_buckets, default.frozen_cache, default.fused_optimizer) == (64, True, False)
     before = GradeTrainingOptions(output_dir=str(tmp_path), length_buckets=0, frozen_cache=False)
     assert (before.length_buckets, before.frozen_cache) == (0, False)
+    on_disk = GradeTrainingOptions(output_dir=str(tmp_path), frozen_cache_dir=str(tmp_path / "states"))
+    assert (on_disk.frozen_cache_dtype, default.frozen_cache_dir) == ("float32", None)
+    with pytest.raises(TrainingOptionsError, match="--frozen-cache-dir .* --no-frozen-cache turns the cache off"):
+        GradeTrainingOptions(output_dir=str(tmp_path), frozen_cache=False, frozen_cache_dir=str(tmp_path / "states"))
+    with pytest.raises(TrainingOptionsError, match="frozen_cache_dtype must be one of 'float32', 'bfloat16'"):
+        GradeTrainingOptions(output_dir=str(tmp_path), frozen_cache_dtype="float16")

@@ -29,6 +29,29 @@ def batch(seed: int = 0):
             "context_attention_mask": mask[:, :5], "reference_labels": labels}
 
 
+def test_a_disk_cache_records_rades_frozen_part_and_gives_its_states(tmp_path):
+    """--frozen-cache-dir on RADE: the manifest names the model type and the frozen layers, and the rows read back
+    are the frozen states, rounded to bfloat16 with --frozen-cache-dtype bfloat16."""
+    import json
+    from types import SimpleNamespace
+
+    from dialeval.training.frozen_cache import frozen_state_cache
+
+    model = tiny_model(trainable_encoder_layers=1)
+    opts = SimpleNamespace(frozen_cache=True, frozen_cache_dir=str(tmp_path), frozen_cache_dtype="bfloat16",
+                           precision="fp32")
+    b = batch()
+    expected = model.frozen_states(b["input_ids"], b["attention_mask"]).to(torch.bfloat16).float()
+    for _ in range(2):  # computed, then read back by a second cache on the folder
+        cache = frozen_state_cache(model, opts)
+        real = b["attention_mask"].bool()
+        assert torch.equal(cache.states(b["input_ids"], b["attention_mask"])[real], expected[real])
+        cache.close()
+    assert cache.report()["rows_at_start"] == 3 and cache.misses == 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert (manifest["model_type"], manifest["frozen_layers"], manifest["dtype"]) == ("dialeval-rade", 1, "bfloat16")
+
+
 def test_scores_lie_in_the_configured_range_and_ignore_padding():
     model = tiny_model(score_min=1.0, score_max=5.0)
     b = batch()

@@ -105,6 +105,7 @@ def test_loss_terms_follow_the_options(tmp_path):
     ({"use_reference": False}, "--no-ranking --no-reference-mse"),
     ({"frozen_cache": True, "trainable_encoder_layers": -1}, "freezes none"),
     ({"trainable_encoder_layers": -1}, "add --no-frozen-cache"),  # the cache is the default
+    ({"frozen_cache": False, "frozen_cache_dir": "states"}, "--no-frozen-cache turns the cache off"),
 ])
 def test_bad_option_combinations_are_refused(tmp_path, values, message):
     with pytest.raises(TrainingOptionsError, match=message):

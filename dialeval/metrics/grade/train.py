@@ -56,7 +56,7 @@ from ...backbone.encoder import base_encoder_fields, encoder_record, resolve_enc
 from ...ranking import auc
 from ...training import half_state_dict, replace_checkpoint, train, training_device
 from ...training.buckets import length_bucketed_batches
-from ...training.frozen_cache import FrozenStateCache
+from ...training.frozen_cache import FrozenStateCache, frozen_state_cache
 from ...training.prepared import write_manifest
 from ...training.recipe import RecipeRun, learning_rate_groups, run_recipe
 from .data import PairTable, build_pairs, context_windows, with_extra_negatives
@@ -266,7 +266,7 @@ def train_prepared(run: RecipeRun[GradeTrainingOptions]) -> dict[str, Any]:
     def collate(rows: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
         return inputs("train", rows)
 
-    cache = FrozenStateCache(model.frozen_states) if opts.frozen_cache else None
+    cache = frozen_state_cache(model, opts)
 
     def loss_fn(model, batch) -> torch.Tensor:
         device = next(model.parameters()).device
@@ -304,6 +304,7 @@ def train_prepared(run: RecipeRun[GradeTrainingOptions]) -> dict[str, Any]:
     run.examples_seen(result, model, key="pairs_seen", unit=PAIRS_SEEN_UNIT)
     if cache is not None:
         run.seen["frozen_cache"] = cache.report()
+        cache.close()
     if not result.finished:
         return run.stopped(result)
     return run.finish(result, opts.select_by, {"train_pairs": n_train, "validation_pairs": n_val},

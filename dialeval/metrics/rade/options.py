@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ...training.buckets import LENGTH_BUCKETS_HELP
-from ...training.frozen_cache import FROZEN_CACHE_HELP
+from ...training.frozen_cache import (FROZEN_CACHE_DIR_HELP, FROZEN_CACHE_DTYPE_HELP, FROZEN_CACHE_HELP,
+                                        check_frozen_cache_options)
 from ...training.options import EncoderOptions, TrainingOptions, TrainingOptionsError, option
 from .data import RADE_SETS
 from .losses import LossWeights
@@ -54,6 +55,8 @@ class RadeTrainingOptions(EncoderOptions, TrainingOptions):
                                                        "of a generated reference.")
     length_buckets: int = option(0, min=0, help=LENGTH_BUCKETS_HELP)
     frozen_cache: bool = option(True, help=FROZEN_CACHE_HELP)
+    frozen_cache_dir: str | None = option(None, help=FROZEN_CACHE_DIR_HELP)
+    frozen_cache_dtype: Literal["float32", "bfloat16"] = option("float32", help=FROZEN_CACHE_DTYPE_HELP)
     pooling: Literal["segments", "mean"] = option(
         "segments", help="Regressor input: segments (the means of the context, reference and candidate tokens with "
                          "their products) or mean (one mean over every token).")
@@ -78,6 +81,7 @@ class RadeTrainingOptions(EncoderOptions, TrainingOptions):
 
     def check(self) -> None:
         super().check()
+        check_frozen_cache_options(self)
         if self.stage not in (1, 2):
             raise TrainingOptionsError(f"stage must be 1 or 2, got {self.stage}")
         unknown = [s for s in self.set_list if s not in RADE_SETS]

@@ -33,7 +33,7 @@ import torch
 from ...backbone.encoder import base_encoder_fields, encoder_record
 from ...training import TrainingOptionsError, on_model_device, replace_checkpoint, train
 from ...training.buckets import epoch_batches_for
-from ...training.frozen_cache import FrozenStateCache
+from ...training.frozen_cache import FrozenStateCache, frozen_state_cache
 from ...training.prepared import write_manifest
 from ...training.recipe import RecipeRun, device_first, learning_rate_groups, run_recipe
 from .data import STAGE1_SOURCE, Example, load_examples, save_examples, stage1_examples, stage2_examples
@@ -223,7 +223,7 @@ def train_prepared(run: RecipeRun[RadeTrainingOptions]) -> dict:
     batches_per_epoch, epoch_batches = epoch_batches_for(
         lambda: row_lengths(builder, train_examples, opts.generation), len(train_examples), opts)
 
-    cache = FrozenStateCache(model.frozen_states) if opts.frozen_cache else None
+    cache = frozen_state_cache(model, opts)
     if cache is not None:
         model.frozen_layers()  # a seq2seq backbone has none: an error now, not at the first step
 
@@ -257,6 +257,7 @@ def train_prepared(run: RecipeRun[RadeTrainingOptions]) -> dict:
     run.examples_seen(result, model)
     if cache is not None:
         run.seen["frozen_cache"] = cache.report()
+        cache.close()
     if not result.finished:
         return run.stopped(result)
 
