@@ -52,7 +52,8 @@ from ..errors import DialevalError
 #: The help text of ``--frozen-cache`` (GRADE's and RADE's recipes).
 FROZEN_CACHE_HELP = ("Compute the frozen lower encoder layers' outputs once per text (without dropout) and reuse them "
                      "whenever the text comes again: only the trained layers run again (memory: 1.5 KB per token "
-                     "kept; dialeval/training/frozen_cache.py).")
+                     "kept for MiniLM in float32, or on disk with --frozen-cache-dir; "
+                     "dialeval/training/frozen_cache.py).")
 #: The help text of ``--frozen-cache-dir``.
 FROZEN_CACHE_DIR_HELP = ("Keep the --frozen-cache rows on disk in this folder (one append-only file and a manifest of "
                          "what the states depend on) instead of in memory; the folder outlives the run, so a resumed "
@@ -259,12 +260,13 @@ class DiskRows:
         return torch.frombuffer(data, dtype=self.dtype).view(tokens, width)
 
     def report(self) -> dict[str, Any]:
-        return {"store": "disk", "directory": str(self.directory), "file_bytes": (self.directory / ROWS_FILE).stat().st_size,
+        return {"store": "disk", "directory": str(self.directory),
+                "file_bytes": (self.directory / ROWS_FILE).stat().st_size,
                 "discarded_bytes_at_start": self.discarded_bytes}
 
     def close(self) -> None:
         """Release the file (and its lock)."""
-        if self.fd >= 0:
+        if getattr(self, "fd", -1) >= 0:
             os.close(self.fd)
             self.fd = -1
 

@@ -56,7 +56,7 @@ from ...backbone.encoder import base_encoder_fields, encoder_record, resolve_enc
 from ...ranking import auc
 from ...training import half_state_dict, replace_checkpoint, train, training_device
 from ...training.buckets import length_bucketed_batches
-from ...training.frozen_cache import FrozenStateCache, frozen_state_cache
+from ...training.frozen_cache import frozen_state_cache
 from ...training.prepared import write_manifest
 from ...training.recipe import RecipeRun, learning_rate_groups, run_recipe
 from .data import PairTable, build_pairs, context_windows, with_extra_negatives
