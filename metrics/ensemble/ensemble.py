@@ -1,8 +1,8 @@
 """The ensemble as an `evaluate` module: `evaluate.load("metrics/ensemble")`.
 
 A thin wrapper over `dialeval`'s scorer (one implementation); the code every metric module shares is
-`dialeval.interfaces.evaluate_module`. Turn level, without references; the dialogue level and the member set that
-adds RADE (which reads references) are in `dialeval.load_scorer("ensemble", ...)`.
+`dialeval.interfaces.evaluate_module`. Turn level, without references; the dialogue level (and, in a checkpoint
+that holds one, the member set that adds RADE, which reads references) are in `dialeval.load_scorer("ensemble", ...)`.
 """
 
 from dialeval import load_scorer
@@ -20,11 +20,12 @@ _CITATION = """\
 
 _DESCRIPTION = """\
 dialeval's ensemble scores how appropriate a response is to its dialogue context by combining the library's other
-metrics. Each member (GRADE, PONE, BERT-RUBER's unreferenced score, DynaEval and the context cosine in the default
-`full` set: the members whose agreement with human ratings keeps its sign across the training sets; the
+metrics. Each member (GRADE, PONE, BERT-RUBER's unreferenced score and the context cosine in the default `full`
+set: the members whose agreement with human ratings is established above 0 across the training sets; the
 encoder-only members in `fast`; `full+length` adds the reply's length for data whose raters reward long replies)
 scores the item, its raw score is mapped to [0, 1] by a fixed calibration stored in the checkpoint, and a combiner
-combines them (in `full`, the geometric mean, which lets one member's low score count more than another's high one).
+combines them (in `full`, the power mean with p = 0.25, which lets one member's low score count more than another's
+high one).
 The combiner was chosen by leave-one-benchmark-out, by the number of held-out sets where it beats the set's best
 member, among those that pass sanity checks on validation data; an item's score never depends on its batch-mates.
 See the card for the leave-one-out table, the weights and what the ensemble cannot do.
@@ -35,8 +36,8 @@ _ARGUMENTS = """\
     contexts (`list` of `list` of `str`): for each response, its context turns, oldest first. A single string per
         item is accepted too.
     member_set (`str`, optional): "full" (default), "fast" (the members that share one MiniLM encoder pass),
-        "base" (`full` with BERT-RUBER's all-mpnet-base-v2 head: `dialeval encoders install all-mpnet-base-v2`)
-        or "full+length" (`full` and the reply's length).
+        "base" (`full` with BERT-RUBER's and PONE's all-mpnet-base-v2 heads: `dialeval encoders install
+        all-mpnet-base-v2`) or "full+length" (`full` and the reply's length).
     batch_size (`int`, optional): items per member batch (default 32). Scores do not depend on it.
 """
 

@@ -9,21 +9,26 @@ a predicted standardised human rating (0 is the training items' mean).
 
 Settings:
 
-* ``member_set`` -- ``"full"`` (default: GRADE, PONE, BERT-RUBER unreferenced, DynaEval, ``context_cosine``: the
-  members the member rule admitted, :mod:`.combiners`), ``"fast"`` (the encoder-only members PONE, BERT-RUBER
-  unreferenced and ``context_cosine``, one shared MiniLM pass), ``"base"`` (``full`` with BERT-RUBER's
-  all-mpnet-base-v2 head, ``checkpoint="base"``, in place of its MiniLM one) or ``"full+length"`` (``full`` and the
-  reply's length, a control whose agreement with humans changes sign from corpus to corpus: for a user who knows
-  their raters reward long replies), each with its own fitted weights (the checkpoint lists its sets);
-* ``use_references=True`` -- the member set's counterpart that adds RADE, which reads a reference per reply: every
-  item then needs references (a call without them is an error), unless ``pseudo_references=`` (``"dailydialog"``
-  or a JSONL corpus, RADE's BM25 retrieval; :mod:`dialeval.metrics.rade.retrieval`) lets RADE find one for a call
-  without references. Never a default.
+* ``member_set`` -- one of the checkpoint's fitted sets (it lists them); each holds the members the member rule
+  admitted on the training sets (:mod:`.combiners`) with its own fitted weights, which may be fewer than
+  :data:`~.roster.MEMBER_SETS` lets it use. The shipped checkpoint's: ``"full"`` (default: GRADE, PONE,
+  BERT-RUBER unreferenced, ``context_cosine``; the rule left DynaEval out), ``"fast"`` (the encoder-only members
+  PONE, BERT-RUBER unreferenced and ``context_cosine``, one shared MiniLM pass), ``"base"`` (``full`` with
+  BERT-RUBER's and PONE's all-mpnet-base-v2 heads, ``checkpoint="base"``, in place of their MiniLM ones) and
+  ``"full+length"`` (``full`` and the reply's length, a control whose agreement with humans changes sign from
+  corpus to corpus: for a user who knows their raters reward long replies);
+* ``use_references=True`` -- the member set's counterpart with the members that read a reference per reply (RADE),
+  where the checkpoint holds one: every item then needs references (a call without them is an error), unless
+  ``pseudo_references=`` (``"dailydialog"`` or a JSONL corpus, RADE's BM25 retrieval;
+  :mod:`dialeval.metrics.rade.retrieval`) lets RADE find one for a call without references. Never a default. A
+  counterpart whose fit admitted no such member would score exactly as its base set and is not shipped (the
+  shipped checkpoint's ``full+rade``: the rule left RADE out); asking for it is an error that names the member and
+  the rule's reason.
 
-Dialogue level (``score_dialogues``): each member's own dialogue score (DynaEval's native one, the mean of a turn
-member's turn scores; in ``full+length`` mean words per turn and the number of turns, which share length's weight),
-each with its dialogue-level calibration, with the turn-level weights (no dialogue-level human set exists to fit on; see :mod:`.members`). A member set with RADE
-has no dialogue level.
+Dialogue level (``score_dialogues``): each member's own dialogue score (the mean of a turn member's turn scores;
+DynaEval's native one where a set admits it; in ``full+length`` mean words per turn and the number of turns, which
+share length's weight), each with its dialogue-level calibration, with the turn-level weights (no dialogue-level
+human set exists to fit on; see :mod:`.members`). A member set with RADE has no dialogue level.
 
 Loading checks every member against the identity it had when the ensemble was fitted (metric, checkpoint hash,
 encoder hash, settings): a retrained member is an error that says to refit (``dialeval train ensemble``), never a

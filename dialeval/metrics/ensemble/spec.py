@@ -37,8 +37,8 @@ SPECS = (
             score_label="ensemble score",
             description="Combines dialeval's metrics: each member scores the response, its score is mapped to [0, 1] "
                         "by a fixed calibration, and the calibrated scores are averaged (the combiner chosen by "
-                        "leave-one-benchmark-out). Slower than any one metric: it runs every member (GRADE and "
-                        "DynaEval included), offline on CPU. Each member's calibrated score is shown under the score.",
+                        "leave-one-benchmark-out). Slower than any one metric: it runs every member (GRADE "
+                        "included), offline on CPU. Each member's calibrated score is shown under the score.",
             details={f"{m}, calibrated": f"{m}_calibrated_scores" for m in SPACE_MEMBERS}),
         evaluate_module=True,
         card_benchmarks=("sanity_turn",),
