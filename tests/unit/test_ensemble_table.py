@@ -46,3 +46,22 @@ def test_a_member_set_the_file_lacks_is_an_error_naming_what_it_has(tmp_path):
     loo.write_text(json.dumps({"member_sets": {"full": _report()}}))
     res = CliRunner().invoke(app, ["ensemble", "table", str(loo), "--member-set", "base"])
     assert res.exit_code != 0 and "no member set 'base'" in res.output and "full" in res.output
+
+
+def test_a_member_with_no_score_of_a_set_shows_a_dash(tmp_path):
+    # full+length's turn_count scores dialogues only: no figure on a turn-level set (None in loo.json)
+    report = _report()
+    report["columns"] = ["m1", "m2", "turn_count"]
+    report["rows"][0]["members"]["turn_count"] = None
+    report["rows"][1]["members"]["turn_count"] = 0.5
+    for key in ("member_mean", "member_mean_out_of_domain"):
+        report["summary"][key]["turn_count"] = 0.5
+    report["summary"]["wins"]["turn_count"] = {"wins": 0, "sets": 1}
+    loo = tmp_path / "loo.json"
+    loo.write_text(json.dumps({"member_sets": {"full+length": report}}))
+    res = CliRunner().invoke(app, ["ensemble", "table", str(loo), "--member-set", "full+length"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.strip().splitlines()
+    assert lines[2] == "| a/test | 10 | 0.200 | 0.400 | - | **0.450** | 0.350 | +0.050 [-0.050, +0.150] vs m2 |"
+    assert lines[3] == "| b | 10 | 0.300 | 0.100 | 0.500 | **0.250** | 0.320 | -0.050 [-0.150, +0.050] vs m1 |"
+    assert lines[-1] == "| sets where mean beats the member |  | 2/2 | 1/2 | 0/1 |  |  |  |"

@@ -94,6 +94,9 @@ def format_loo_markdown(report: Mapping[str, Any]) -> str:
     def value(k: str, text: str) -> str:
         return f"**{text}**" if k == chosen else text
 
+    def cell(x: float | None) -> str:  # a member with no score of a set (turn_count on turn-level sets): "-"
+        return "-" if x is None else f"{x:.3f}"
+
     def row(label: str, n_cell: Any, member_cells: list[str], candidate_cells: list[str], last: str = "") -> str:
         return "| " + " | ".join([label, str(n_cell), *member_cells, *candidate_cells, last]) + " |"
 
@@ -101,12 +104,12 @@ def format_loo_markdown(report: Mapping[str, Any]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in report["rows"]:
         vs = r["versus_best_member"]
-        lines.append(row(r["set"], r["n"], [f"{r['members'][c]:.3f}" for c in columns],
+        lines.append(row(r["set"], r["n"], [cell(r["members"].get(c)) for c in columns],
                          [value(k, f"{r['candidates'][k]:.3f}") for k in candidates],
                          f"{vs['difference']:+.3f} [{vs['ci_low']:+.3f}, {vs['ci_high']:+.3f}] vs {r['best_member']}"))
     for label, n_cell, suffix in ((f"**mean over the {n} sets**", "", ""),
                                   ("mean without in-domain sets", s["n_sets_out_of_domain"], "_out_of_domain")):
-        lines.append(row(label, n_cell, [f"{s['member_mean' + suffix][c]:.3f}" for c in columns],
+        lines.append(row(label, n_cell, [cell(s["member_mean" + suffix].get(c)) for c in columns],
                          [value(k, f"{s['candidate_mean' + suffix][k]:.3f}") for k in candidates]))
     lines.append(row("**sets above the set's best member**", "", [""] * len(columns),
                      [value(k, f"{s['above_best_member'][k]}/{n}") for k in candidates]))
