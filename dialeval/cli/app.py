@@ -363,7 +363,7 @@ def benchmark(
 ) -> None:
     """Correlate metrics with human judgements: prints a table, writes JSON, CSV and scatter plots."""
     from ..backbone.device import set_torch_threads
-    from ..benchmarks import benchmark_info, benchmark_names, expand_benchmark
+    from ..benchmarks import benchmark_info, benchmark_names
     from ..evaluation import (
         MetricNotApplicable,
         format_diagnostics,
@@ -385,7 +385,7 @@ def benchmark(
     if benchmark == ALL_BENCHMARKS:
         names = [n for n in benchmark_names() if benchmark_info(n).kind != "corpus"]
     else:
-        names = [n for b in benchmark.split(",") for n in expand_benchmark(b.strip())]
+        names = _benchmark_list(benchmark)
     _check_aspect_and_split(names, aspect, split)
     if quiet:
         from datasets.utils.logging import disable_progress_bar
@@ -498,7 +498,9 @@ def compare(
         help="First metric (scored now; with --results, the metric to take from the first file).")] = None,
     metric_b: Annotated[Optional[str], typer.Option(
         help="Second metric (scored now; with --results, the metric to take from the second file).")] = None,
-    benchmark: Annotated[Optional[str], typer.Option(help="Benchmark name or group (with --metric-a/-b).")] = None,
+    benchmark: Annotated[Optional[str], typer.Option(
+        help="Benchmark names or groups, comma-separated (with --metric-a/-b; with --results, which of the "
+             "files' benchmarks to compare).")] = None,
     results: Annotated[Optional[list[Path]], typer.Option(
         help="Instead of two metrics: two JSON files written by `dialeval benchmark` (e.g. two checkpoints, "
              "--label'ed); the benchmark splits both hold are compared from their saved scores, nothing is scored "
@@ -514,14 +516,13 @@ def compare(
     """Paired significance test of two metrics on the same items: for correlation benchmarks Williams' test and a
     paired bootstrap of the difference in correlation, for DailyDialog++ a paired bootstrap over contexts of the
     difference in accuracy and in AUC."""
-    from ..benchmarks import expand_benchmark
     from ..evaluation import run_benchmark
     from ..evaluation.paired import ResultsMismatch, compare_results
     from ..scoring.registry import scorer_class
 
     if results:
-        if benchmark or split:
-            raise typer.BadParameter("--results compares what the files hold: no --benchmark or --split",
+        if split:
+            raise typer.BadParameter("--results compares the splits the files hold: no --split",
                                      param_hint="--results")
         if len(results) != 2:
             raise typer.BadParameter(f"needs exactly two files, got {len(results)}", param_hint="--results")
@@ -529,13 +530,14 @@ def compare(
         pairs = [(r, second[key]) for key, r in first.items() if key in second]
         if not pairs:
             raise typer.BadParameter(f"{results[0]} and {results[1]} share no benchmark split", param_hint="--results")
+        pairs = _compared_pairs(pairs, benchmark, results)
     else:
         if not (metric_a and metric_b and benchmark):
             raise typer.BadParameter("needs --metric-a, --metric-b and --benchmark (or two --results files)",
                                      param_hint="--metric-a")
         for m in (metric_a, metric_b):
             scorer_class(m)
-        names = expand_benchmark(benchmark)
+        names = _benchmark_list(benchmark)
         _check_aspect_and_split(names, aspect, split)
         pairs = [tuple(run_benchmark(m, name, aspect=aspect, split=split, data_dir=data_dir, n_boot=0, seed=seed,
                                      device=device).to_dict() for m in (metric_a, metric_b)) for name in names]
@@ -546,6 +548,38 @@ def compare(
             raise typer.BadParameter(str(err), param_hint="--results") from None
         for r in rows:
             typer.echo(_comparison_line(r, method))
+
+
+def _benchmark_list(benchmark: str) -> list[str]:
+    """``--benchmark``: comma-separated names or groups, each group expanded to its benchmarks."""
+    from ..benchmarks import expand_benchmark
+
+    return [n for b in benchmark.split(",") if b.strip() for n in expand_benchmark(b.strip())]
+
+
+def _compared_pairs(pairs: list[tuple[dict, dict]], benchmark: str | None, results: list[Path]
+                    ) -> list[tuple[dict, dict]]:
+    """The pairs of results that ``compare --results`` compares: those of ``--benchmark`` (names or groups) where
+    given, each of which both files must hold; every pair a benchmark compare covers (correlation or discrimination),
+    checked before anything is printed."""
+    from ..benchmarks import benchmark_info
+
+    if benchmark:
+        names = _benchmark_list(benchmark)
+        held = {a["benchmark"] for a, _ in pairs}
+        missing = [n for n in names if n not in held]
+        if missing:
+            raise typer.BadParameter(f"{results[0]} and {results[1]} do not both hold {', '.join(missing)}; "
+                                     f"they share {', '.join(sorted(held))}", param_hint="--benchmark")
+        pairs = [(a, b) for a, b in pairs if a["benchmark"] in names]
+    others = sorted({a["benchmark"] for a, _ in pairs
+                     if benchmark_info(a["benchmark"]).kind not in ("correlation", "discrimination")})
+    if others:
+        covered = sorted({a["benchmark"] for a, _ in pairs} - set(others))
+        raise typer.BadParameter(f"{', '.join(others)}: compare covers correlation and discrimination benchmarks, "
+                                 f"not these; choose the others with --benchmark {','.join(covered) or '...'}",
+                                 param_hint="--results")
+    return pairs
 
 
 def _results_of(path: Path, metric: str | None) -> dict[tuple[str, str], dict]:

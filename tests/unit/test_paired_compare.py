@@ -131,8 +131,30 @@ def test_cli_compare_reads_two_saved_results(tmp_path):
     assert len(lines) == 2 and "positive>adversarial" in lines[1]
     assert "accuracy a=1.000 b=0.500 diff=+0.500" in lines[1] and "(4 contexts)" in lines[1]
     res = runner.invoke(app, ["compare", "--results", str(tmp_path / "a.json"), "--results", str(tmp_path / "b.json"),
-                              "--benchmark", "dailydialog_pp"])
-    assert res.exit_code == 2 and "no --benchmark or --split" in " ".join(res.output.replace("│", " ").split())
+                              "--split", "test"])
+    assert res.exit_code == 2 and "no --split" in " ".join(res.output.replace("│", " ").split())
+
+
+def test_cli_compare_results_with_a_sanity_benchmark_asks_for_the_others_before_printing_anything(tmp_path):
+    root, rows = _ddpp(tmp_path / "data")
+    a = _discrimination_result("a", rows, lambda kind, _: 1.0 if kind == "positive" else 0.0)
+    b = _discrimination_result("b", rows, lambda kind, _: 0.5)
+    sanity = [BenchmarkResult(metric=m, benchmark="sanity_turn", split="test", signature=f"metric:{m}", level="turn",
+                              rows=[], scores=[0.1, 0.2]) for m in ("a", "b")]
+    write_json([a, sanity[0]], tmp_path / "a.json")
+    write_json([b, sanity[1]], tmp_path / "b.json")
+    args = ["compare", "--results", str(tmp_path / "a.json"), "--results", str(tmp_path / "b.json"),
+            "--data-dir", str(root), "--bootstrap", "20"]
+    res = runner.invoke(app, args)
+    said = " ".join(res.output.replace("│", " ").split())
+    assert res.exit_code == 2 and "sanity_turn: compare covers correlation and discrimination" in said
+    assert "--benchmark dailydialog_pp" in said and "positive>" not in res.stdout
+    res = runner.invoke(app, [*args, "--benchmark", "dailydialog_pp"])
+    assert res.exit_code == 0, res.output
+    assert [line.split()[0] for line in res.stdout.strip().splitlines()] == ["dailydialog_pp"] * 2
+    res = runner.invoke(app, [*args, "--benchmark", "dailydialog_pp,fed_turn"])
+    said = " ".join(res.output.replace("│", " ").split())
+    assert res.exit_code == 2 and "do not both hold fed_turn" in said
 
 
 def test_cli_compare_pairs_the_benchmark_splits_both_files_hold(tmp_path):
