@@ -49,20 +49,6 @@ import torch
 
 from ..errors import DialevalError
 
-#: The help text of ``--frozen-cache`` (GRADE's and RADE's recipes).
-FROZEN_CACHE_HELP = ("Compute the frozen lower encoder layers' outputs once per text (without dropout) and reuse them "
-                     "whenever the text comes again: only the trained layers run again (memory: 1.5 KB per token "
-                     "kept for MiniLM in float32, or on disk with --frozen-cache-dir; "
-                     "dialeval/training/frozen_cache.py).")
-#: The help text of ``--frozen-cache-dir``.
-FROZEN_CACHE_DIR_HELP = ("Keep the --frozen-cache rows on disk in this folder (one append-only file and a manifest of "
-                         "what the states depend on) instead of in memory; the folder outlives the run, so a resumed "
-                         "or later run with the same frozen layers reuses them; a folder with another manifest is "
-                         "an error.")
-#: The help text of ``--frozen-cache-dtype``.
-FROZEN_CACHE_DTYPE_HELP = ("How --frozen-cache stores the states: float32 (as computed) or bfloat16 (half the bytes; "
-                           "the trained layers then run from the states rounded to bfloat16).")
-
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 MANIFEST_FILE = "manifest.json"
 ROWS_FILE = "rows.bin"
@@ -73,16 +59,6 @@ MAGIC = b"DFS1"
 
 class FrozenCacheError(DialevalError, ValueError):
     """A frozen-cache folder or option that cannot be used (the message names the folder and the field)."""
-
-
-def check_frozen_cache_options(opts: Any) -> None:
-    """The cache's rule among a recipe's options: ``--frozen-cache-dir`` keeps the cache's rows, so it needs it."""
-    if opts.frozen_cache_dir is not None and not opts.frozen_cache:
-        from .options import TrainingOptionsError
-
-        raise TrainingOptionsError(f"--frozen-cache-dir {opts.frozen_cache_dir} keeps the frozen-layer cache's rows, "
-                                   "and --no-frozen-cache turns the cache off: add --frozen-cache or leave the folder "
-                                   "out")
 
 
 def frozen_weights_sha256(encoder: torch.nn.Module, frozen_layers: int) -> str:
@@ -340,6 +316,5 @@ class FrozenStateCache:
         return out.to(input_ids.device)
 
 
-__all__ = ["DTYPES", "DiskRows", "FROZEN_CACHE_DIR_HELP", "FROZEN_CACHE_DTYPE_HELP", "FROZEN_CACHE_HELP",
-           "FrozenCacheError", "FrozenStateCache", "MemoryRows", "check_frozen_cache_options", "frozen_manifest",
+__all__ = ["DTYPES", "DiskRows", "FrozenCacheError", "FrozenStateCache", "MemoryRows", "frozen_manifest",
            "frozen_state_cache", "frozen_weights_sha256"]

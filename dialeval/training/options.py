@@ -223,6 +223,34 @@ class EncoderOptions:
                                                 "(resolve_encoder_path).")
 
 
+@dataclass(kw_only=True)
+class FrozenCacheOptions:
+    """The options of a recipe whose encoder keeps its lower layers frozen (GRADE's, RADE's; a recipe's options
+    inherit them beside :class:`TrainingOptions`): whether those layers' outputs are computed once per text and kept
+    (:mod:`dialeval.training.frozen_cache`), in memory or in a folder, and in which precision."""
+
+    frozen_cache: bool = option(True, help="Compute the frozen lower encoder layers' outputs once per text (without "
+                                           "dropout) and reuse them whenever the text comes again: only the trained "
+                                           "layers run again (memory: 1.5 KB per token kept for MiniLM in float32, "
+                                           "or on disk with --frozen-cache-dir; dialeval/training/frozen_cache.py).")
+    frozen_cache_dir: str | None = option(None, help="Keep the --frozen-cache rows on disk in this folder (one "
+                                                     "append-only file and a manifest of what the states depend on) "
+                                                     "instead of in memory; the folder outlives the run, so a resumed "
+                                                     "or later run with the same frozen layers reuses them; a folder "
+                                                     "with another manifest is an error.")
+    frozen_cache_dtype: Literal["float32", "bfloat16"] = option(
+        "float32", help="How --frozen-cache stores the states: float32 (as computed) or bfloat16 (half the bytes; the "
+                        "trained layers then run from the states rounded to bfloat16).")
+
+    def check(self) -> None:
+        """``--frozen-cache-dir`` keeps the cache's rows, so it needs the cache."""
+        super().check()  # type: ignore[misc]  # the recipe's other bases (TrainingOptions) follow in its MRO
+        if self.frozen_cache_dir is not None and not self.frozen_cache:
+            raise TrainingOptionsError(f"--frozen-cache-dir {self.frozen_cache_dir} keeps the frozen-layer cache's "
+                                       "rows, and --no-frozen-cache turns the cache off: add --frozen-cache or leave "
+                                       "the folder out")
+
+
 O = TypeVar("O", bound=RecipeOptions)
 
 

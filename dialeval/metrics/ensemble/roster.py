@@ -7,12 +7,11 @@ A member is a registry metric with options (``bert_ruber_unref_base`` is ``bert_
 
 A member set lists the members a fit may use; which of them enter is the member rule's decision, made on the
 training sets (:func:`~.combiners.admitted`: a member whose agreement with the humans is not established above 0,
-:func:`~.combiners.sign_established`, on more than one training set stays out). The shipped set's members are the
-ones the rule admitted on every training set: in the shipped checkpoint, every member a set may use but DynaEval,
-and in ``full+rade`` not RADE either (so that set is not shipped).
+:func:`~.combiners.sign_established`, on more than one training set stays out). Which members a fit admitted is a
+fact of its checkpoint: its ``config.json`` lists them and the ensemble's card tables them.
 
 * ``full`` -- the learned scorers that need no reference (GRADE, PONE, BERT-RUBER's unreferenced score, DynaEval)
-  and the context cosine (the shipped fit: all but DynaEval);
+  and the context cosine;
 * ``fast`` -- the members that are one MiniLM encoder pass and a small head or a cosine (PONE, BERT-RUBER
   unreferenced, ``context_cosine``): no cross-encoder (GRADE), no graph network (DynaEval's GCN);
 * ``base`` -- ``full`` with BERT-RUBER's and PONE's shipped ``base`` heads (on all-mpnet-base-v2,
@@ -20,7 +19,7 @@ and in ``full+rade`` not RADE either (so that set is not shipped).
   It needs that encoder installed (``dialeval encoders install all-mpnet-base-v2``), so it is never a default;
 * ``full+rade`` -- ``full`` and RADE, which reads a reference per reply (:data:`WITH_REFERENCES`): only for a user
   who gives references (or asks for RADE's pseudo-references), never by default, and shipped only where the rule
-  admits RADE (the shipped checkpoint's fit left it out);
+  admits RADE;
 * ``full+length`` -- ``full`` and the reply's length (:data:`CONTROLS`), for a user who knows that the raters of
   their data reward long replies: a control is in wherever a member set names it, exempt from the rule, and no
   default set names one.

@@ -6,13 +6,11 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ...training.buckets import LENGTH_BUCKETS_HELP
-from ...training.frozen_cache import (FROZEN_CACHE_DIR_HELP, FROZEN_CACHE_DTYPE_HELP, FROZEN_CACHE_HELP,
-                                        check_frozen_cache_options)
-from ...training.options import EncoderOptions, TrainingOptions, option
+from ...training.options import EncoderOptions, FrozenCacheOptions, TrainingOptions, option
 
 
 @dataclass(kw_only=True)
-class GradeTrainingOptions(EncoderOptions, TrainingOptions):
+class GradeTrainingOptions(FrozenCacheOptions, EncoderOptions, TrainingOptions):
     """GRADE on DailyDialog: one lexical and one embedding negative per positive, margin ranking loss, AdamW."""
 
     #: What preparation writes depends on these: the sampled positives and their negatives (seed, the two limits,
@@ -41,9 +39,6 @@ class GradeTrainingOptions(EncoderOptions, TrainingOptions):
                                                "keeps their outputs.")
     max_seq_length: int = option(128, min=1, help="Tokens of the context + response text.")
     length_buckets: int = option(64, min=0, help=LENGTH_BUCKETS_HELP)
-    frozen_cache: bool = option(True, help=FROZEN_CACHE_HELP)
-    frozen_cache_dir: str | None = option(None, help=FROZEN_CACHE_DIR_HELP)
-    frozen_cache_dtype: Literal["float32", "bfloat16"] = option("float32", help=FROZEN_CACHE_DTYPE_HELP)
     use_graph: bool = option(True, flag="graph", help="Graph branch (off: ablation 'no graph').")
     use_khop: bool = option(True, flag="khop", help="k-hop neighbour features (off: ablation).")
     use_hop_attention: bool = option(True, flag="hop-attention", help="1/hop attention scaling (off: ablation).")
@@ -65,7 +60,3 @@ class GradeTrainingOptions(EncoderOptions, TrainingOptions):
     select_by: Literal["val_ranking_loss", "val_pooled_auc"] = option(
         "val_ranking_loss", help="Checkpoint selection: lowest validation ranking loss (the original), or highest "
                                  "AUC of validation positives against negatives pooled over all contexts.")
-
-    def check(self) -> None:
-        super().check()
-        check_frozen_cache_options(self)

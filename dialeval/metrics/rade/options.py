@@ -6,15 +6,14 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ...training.buckets import LENGTH_BUCKETS_HELP
-from ...training.frozen_cache import (FROZEN_CACHE_DIR_HELP, FROZEN_CACHE_DTYPE_HELP, FROZEN_CACHE_HELP,
-                                        check_frozen_cache_options)
-from ...training.options import EncoderOptions, TrainingOptions, TrainingOptionsError, option
+from ...training.options import (EncoderOptions, FrozenCacheOptions, TrainingOptions, TrainingOptionsError,
+                                 option)
 from .data import RADE_SETS
 from .losses import LossWeights
 
 
 @dataclass(kw_only=True)
-class RadeTrainingOptions(EncoderOptions, TrainingOptions):
+class RadeTrainingOptions(FrozenCacheOptions, EncoderOptions, TrainingOptions):
     """RADE: stage 1 (pre-training: candidate-score MSE + generation NLL, on DailyDialog++ with graded synthetic
     candidates) or stage 2 (task-specific, on the RADE sets: reference and candidate MSE + generation NLL + pairwise
     ranking), Adam."""
@@ -54,9 +53,6 @@ class RadeTrainingOptions(EncoderOptions, TrainingOptions):
     max_reference_length: int = option(64, min=4, help="Tokens of the reference and of the candidate (each) and "
                                                        "of a generated reference.")
     length_buckets: int = option(0, min=0, help=LENGTH_BUCKETS_HELP)
-    frozen_cache: bool = option(True, help=FROZEN_CACHE_HELP)
-    frozen_cache_dir: str | None = option(None, help=FROZEN_CACHE_DIR_HELP)
-    frozen_cache_dtype: Literal["float32", "bfloat16"] = option("float32", help=FROZEN_CACHE_DTYPE_HELP)
     pooling: Literal["segments", "mean"] = option(
         "segments", help="Regressor input: segments (the means of the context, reference and candidate tokens with "
                          "their products) or mean (one mean over every token).")
@@ -81,7 +77,6 @@ class RadeTrainingOptions(EncoderOptions, TrainingOptions):
 
     def check(self) -> None:
         super().check()
-        check_frozen_cache_options(self)
         if self.stage not in (1, 2):
             raise TrainingOptionsError(f"stage must be 1 or 2, got {self.stage}")
         unknown = [s for s in self.set_list if s not in RADE_SETS]
