@@ -68,9 +68,11 @@ def test_grade_builds_on_it_and_runs_its_top_layers_from_the_frozen_states(mpnet
         torch.testing.assert_close(loaded.float()(**batch).score, whole, atol=1e-2, rtol=0)
 
 
-@pytest.mark.parametrize("metric,family", [("bert_ruber_unref", "bert_ruber"), ("pone", "pone")])
-def test_shipped_base_head_scores_with_its_encoder(mpnet_folder, one_torch_thread, metric, family):
-    """The shipped `checkpoint="base"` of BERT-RUBER and of PONE (issue 48): it records all-mpnet-base-v2 by its
+@pytest.mark.parametrize("metric,family,encoder_key", [("bert_ruber_unref", "bert_ruber", "encoder"),
+                                                       ("pone", "pone", "encoder"),
+                                                       ("dynaeval", "dynaeval", "utterance_encoder")])
+def test_shipped_base_head_scores_with_its_encoder(mpnet_folder, one_torch_thread, metric, family, encoder_key):
+    """The shipped `checkpoint="base"` of BERT-RUBER, PONE and DynaEval (issue 48): it records all-mpnet-base-v2 by its
     pinned sha256, its score of an item alone equals that item's score in a batch, an on-topic reply outscores an
     off-topic one on the bundled cafe and exam pairs, and its signature names the checkpoint; read with MiniLM it is
     refused."""
@@ -82,7 +84,7 @@ def test_shipped_base_head_scores_with_its_encoder(mpnet_folder, one_torch_threa
 
     folder = resolve_checkpoint("base", family, f"dialeval train {family.replace('_', '-')}")
     config = json.loads((folder / "config.json").read_text())
-    assert (config["encoder"], config["encoder_sha256"]) == (NAME, enc.ENCODERS[NAME].weights_sha256)
+    assert (config[encoder_key], config[f"{encoder_key}_sha256"]) == (NAME, enc.ENCODERS[NAME].weights_sha256)
     context = ["Do you know any good places to get coffee around here?",
                "There is a small cafe on Elm Street that roasts its own beans."]
     items = [(context, "Great, I will try it tomorrow morning. Do they have pastries too?"),

@@ -241,10 +241,11 @@ def test_shipped_weights_hold_only_what_training_changed():
     for metric in ("grade", "rade"):  # their large linear layers: int8 rows (dialeval checkpoint quantise)
         config = json.loads((SHIPPED / metric / "default" / "config.json").read_text())
         assert any(name.startswith("encoder.encoder.layer.") for name in config["int8_weights"]), metric
-    dynaeval = json.loads((SHIPPED / "dynaeval" / "default" / "config.json").read_text())["int8_weights"]
-    assert {"input_proj", "lstm.weight_ih_l0", "lstm.weight_hh_l1_reverse", "edge_attention.weight",
-            "rgcn.basis"} <= set(dynaeval)  # its linear layers, LSTM and graph weights; the relational root stays
-    assert "rgcn.root" not in dynaeval  # float16: 45,000 numbers, under quantise's --min-params
+    for name in ("default", "base"):
+        dynaeval = json.loads((SHIPPED / "dynaeval" / name / "config.json").read_text())["int8_weights"]
+        assert {"input_proj", "lstm.weight_ih_l0", "lstm.weight_hh_l1_reverse", "edge_attention.weight",
+                "rgcn.basis"} <= set(dynaeval), name  # its linear layers, LSTM and graph weights
+        assert "rgcn.root" not in dynaeval, name  # float16: 45,000 numbers, under quantise's --min-params
     pone_base = json.loads((SHIPPED / "pone" / "base" / "config.json").read_text())["int8_weights"]
     assert set(pone_base) == {"bilinear", "hidden.0", "hidden.1", "hidden.2"}  # the output layer (129 numbers) stays
 

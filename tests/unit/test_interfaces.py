@@ -82,7 +82,7 @@ def _fake_gradio() -> types.ModuleType:
 
 
 @pytest.mark.parametrize("metric,n_boxes,checkpoints", [
-    ("grade", 2, None), ("pone", 2, ["default", "base"]), ("dynaeval", 1, None),
+    ("grade", 2, None), ("pone", 2, ["default", "base"]), ("dynaeval", 1, ["default", "base"]),
     ("bert_ruber", 3, ["default", "base"]), ("rade", 3, None), ("ensemble", 2, None)])
 def test_each_app_builds_its_form(monkeypatch, metric, n_boxes, checkpoints):
     """Its text boxes, and a menu of the shipped checkpoints (default first) where the metric ships more than one."""
