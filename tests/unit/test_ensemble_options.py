@@ -28,7 +28,7 @@ def test_only_the_counterpart_with_references_reads_them():
 
 
 def test_the_base_set_is_full_with_the_base_heads_in_place_of_their_minilm_heads():
-    heads = {"bert_ruber_unref": "bert_ruber_unref_base", "pone": "pone_base"}
+    heads = {"bert_ruber_unref": "bert_ruber_unref_base", "pone": "pone_base", "dynaeval": "dynaeval_base"}
     assert MEMBER_SETS["base"] == tuple(heads.get(m, m) for m in MEMBER_SETS["full"])
     for minilm, name in heads.items():
         base = MEMBERS[name]

@@ -57,7 +57,7 @@ class EnsembleTrainingOptions(RecipeOptions):
     fast_members: str = option(",".join(MEMBER_SETS["fast"]), help="Members the set 'fast' may use "
                                                                    "(comma-separated).")
     base_members: str = option(",".join(MEMBER_SETS["base"]),
-                               help="Members the set 'base' may use (comma-separated; its BERT-RUBER head reads "
+                               help="Members the set 'base' may use (comma-separated; its base heads read "
                                     "all-mpnet-base-v2: dialeval encoders install all-mpnet-base-v2).")
     reference_members: str = option(
         ",".join(m for m in MEMBER_SETS[WITH_REFERENCES["full"]] if m not in MEMBER_SETS["full"]),

@@ -14,8 +14,9 @@ fact of its checkpoint: its ``config.json`` lists them and the ensemble's card t
   and the context cosine;
 * ``fast`` -- the members that are one MiniLM encoder pass and a small head or a cosine (PONE, BERT-RUBER
   unreferenced, ``context_cosine``): no cross-encoder (GRADE), no graph network (DynaEval's GCN);
-* ``base`` -- ``full`` with BERT-RUBER's and PONE's shipped ``base`` heads (on all-mpnet-base-v2,
-  ``checkpoint="base"``) in place of their MiniLM heads: the members ``bert_ruber_unref_base`` and ``pone_base``.
+* ``base`` -- ``full`` with BERT-RUBER's, PONE's and DynaEval's shipped ``base`` heads (on all-mpnet-base-v2,
+  ``checkpoint="base"``) in place of their MiniLM heads: the members ``bert_ruber_unref_base``, ``pone_base`` and
+  ``dynaeval_base``.
   It needs that encoder installed (``dialeval encoders install all-mpnet-base-v2``), so it is never a default;
 * ``full+rade`` -- ``full`` and RADE, which reads a reference per reply (:data:`WITH_REFERENCES`): only for a user
   who gives references (or asks for RADE's pseudo-references), never by default, and shipped only where the rule
@@ -82,6 +83,7 @@ MEMBERS: dict[str, MemberSpec] = {m.name: m for m in (
     MemberSpec("bert_ruber_unref_base", "bert_ruber_unref", {"checkpoint": "base"}),
     MemberSpec("pone_base", "pone", {"checkpoint": "base"}),
     MemberSpec("dynaeval", "dynaeval"),
+    MemberSpec("dynaeval_base", "dynaeval", {"checkpoint": "base"}),
     MemberSpec("context_cosine", "context_cosine"),
     MemberSpec("utterance_length", "utterance_length"),
     MemberSpec("amr_eval", "amr_eval"),
@@ -97,7 +99,7 @@ _FULL = ("grade", "pone", "bert_ruber_unref", "dynaeval", "context_cosine")
 MEMBER_SETS: dict[str, tuple[str, ...]] = {
     "full": _FULL,
     "fast": ("pone", "bert_ruber_unref", "context_cosine"),
-    "base": ("grade", "pone_base", "bert_ruber_unref_base", "dynaeval", "context_cosine"),
+    "base": ("grade", "pone_base", "bert_ruber_unref_base", "dynaeval_base", "context_cosine"),
     "full+rade": (*_FULL, "rade"),
     "full+length": (*_FULL, "utterance_length"),
 }
