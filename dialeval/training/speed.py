@@ -54,6 +54,7 @@ from ..errors import DialevalError
 from .capture import LoopInputs, capture_loop_inputs
 from .device import cpu_bf16_instructions, device_description, training_device
 from .loop import PROCESS_FILE, _optimizer_and_schedule, optimizer_step
+from .options import FrozenCacheOptions
 from .prepared import MANIFEST_FILE
 
 PRECISIONS = ("fp32", "bf16")
@@ -421,11 +422,11 @@ def run_speed_benchmark(run: Callable[[Any], Any], opts: Any, settings: Sequence
             if setting.length_buckets is not None and recipe_buckets is None:
                 raise SpeedBenchmarkError(f"setting {setting.name!r}: buckets=N needs a recipe with --length-buckets; "
                                           f"{metric}'s has none (bucket regroups any recipe's rows)")
-            if setting.frozen_cache and not hasattr(opts, "frozen_cache"):
+            if setting.frozen_cache and not isinstance(opts, FrozenCacheOptions):
                 raise SpeedBenchmarkError(f"setting {setting.name!r}: {FROZEN_CACHE} needs a recipe with "
                                           f"--frozen-cache; {metric}'s has none")
             buckets = recipe_buckets if setting.length_buckets is None else setting.length_buckets
-            cached = setting.frozen_cache or getattr(opts, "frozen_cache", False)
+            cached = setting.frozen_cache or (isinstance(opts, FrozenCacheOptions) and opts.frozen_cache)
             fused = setting.fused_optimizer or opts.fused_optimizer
             key = (size, buckets, cached, fused)
             if key not in trainers:
